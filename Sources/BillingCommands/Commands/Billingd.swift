@@ -1,0 +1,26 @@
+import ArgumentParser
+import Foundation
+
+/// The `billingd` command line: the daemon and the one-shot tools operators and cron run.
+public struct Billingd: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "billingd",
+        abstract: "Stripe webhook and billing reconciliation daemon.",
+        discussion: """
+            billingd receives Stripe's webhooks, keeps a local ledger of customers, subscriptions, invoices and payment methods, repairs it against Stripe's API, and answers your app's backend.
+
+            Settings come from environment variables, or from a KEY=VALUE file named by --config (the environment wins):
+
+            \(Settings.helpTable)
+            """,
+        version: BillingdVersion.current,
+        subcommands: [Serve.self, Trigger.self]
+    )
+
+    public init() {}
+}
+
+/// The version `billingd --version` prints.
+public enum BillingdVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import BillingStore
+import Foundation
+import Logging
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("A file of KEY=VALUE settings (same names as the environment variables); the environment wins over it.", valueName: "file"))
+    var config: String?
+
+    @Option(name: .long, help: ArgumentHelp("Log lines as readable text or as JSON lines.", valueName: "text|json"))
+    var logFormat: LineLogHandler.Format = .text
+
+    /// The settings from the environment and the config file.
+    func settings() throws -> Settings {
+        do {
+            return try Settings.load(environment: ProcessInfo.processInfo.environment, configFile: config)
+        } catch let error as SettingsError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    /// A logger writing to standard error in the chosen format.
+    func logger(_ label: String, level: Logger.Level) -> Logger {
+        let format = logFormat
+        return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format) }
+    }
+
+    /// Opens the ledger named by the settings, with an error that says what to do.
+    func openDatabase(_ settings: Settings) throws -> LedgerDatabase {
+        do {
+            return try LedgerDatabase.open(path: settings.databasePath)
+        } catch let error as LedgerDatabaseError {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+extension LineLogHandler.Format: ExpressibleByArgument {}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import BillingCore
+import BillingServer
+import BillingStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `billingd serve`: the long-running daemon.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Receive Stripe webhooks, apply them to the ledger and answer the service API.",
+        discussion: """
+            Listens on BILLINGD_HOST:BILLINGD_PORT with POST /webhooks/stripe, GET /healthz, GET /readyz and GET /metrics. A delivery is answered 2xx only once it is committed to the ledger database and fsynced; it is applied to the ledger right after, in order. SIGTERM or SIGINT stops accepting, finishes what is in flight and closes the database.
+
+            To try billingd without a Stripe account, run `billingd serve --local`: it generates a webhook secret, keeps it in the database, and `billingd trigger EVENT_TYPE` signs sample events with it.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(name: .long, help: "Local mode for trying billingd: without STRIPE_WEBHOOK_SECRET, use a generated secret kept in the database (see `billingd trigger`).")
+    var local = false
+
+    @Flag(name: .long, help: .hidden)
+    var benchmarkRoutes = false
+
+    func run() async throws {
+        let settings = try global.settings()
+        let logger = global.logger("billingd", level: settings.logLevel)
+        let database = try global.openDatabase(settings)
+
+        var secrets = settings.webhookSecrets
+        if secrets.isEmpty {
+            guard local else {
+                throw ValidationError(
+                    "STRIPE_WEBHOOK_SECRET is not set. Set it to your endpoint's signing secret (whsec_…, from the Stripe dashboard or `stripe listen`), or run `billingd serve --local` to try billingd with a generated secret.")
+            }
+            secrets = [try await LocalMode.secret(in: database, creating: true)!]
+            logger.warning(
+                "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
+        }
+
+        let metrics = BillingMetrics()
+        let committer = GroupCommitter(inbox: InboxStore(database: database))
+        let dependencies = BillingServerDependencies(
+            database: database,
+            verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
+            committer: committer, metrics: metrics, benchmarkRoutes: benchmarkRoutes)
+        let application = BillingApplication.application(
+            dependencies, host: settings.host, port: settings.port, logger: logger
+        ) { [secrets] _ in
+            logger.notice(
+                "billingd listening",
+                metadata: [
+                    "address": "http://\(settings.host):\(settings.port)", "database": "\(settings.databasePath)",
+                    "secrets": "\(secrets.count)",
+                ])
+        }
+        // Reverse start order on shutdown: the server stops taking deliveries first, then
+        // the applier finishes its batch, then the database is closed.
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: application)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        try await group.run()
+        try database.close()
+        logger.notice("billingd stopped cleanly")
+    }
+}
+
+/// The generated webhook secret of local mode, kept in the ledger's `meta` table so that
+/// `serve --local` and `trigger` agree without the user copying it around.
+enum LocalMode {
+    static let metaKey = "local_webhook_secret"
+
+    static func secret(in database: LedgerDatabase, creating: Bool) async throws -> String? {
+        if let existing = try await database.metaValue(metaKey) { return existing }
+        guard creating else { return nil }
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let secret = "whsec_local_\(random)"
+        try await database.setMetaValue(metaKey, secret)
+        return secret
+    }
+}

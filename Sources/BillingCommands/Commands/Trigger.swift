@@ -1,0 +1,115 @@
+import ArgumentParser
+import BillingCore
+import BillingStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `billingd trigger`: sign a realistic sample event the way Stripe does and post it to a
+/// running billingd, like `stripe trigger` but offline.
+struct Trigger: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send a signed sample Stripe event to a running billingd (like `stripe trigger`, offline).",
+        discussion: """
+            The event carries a realistic object of the right kind (a subscription for customer.subscription.*, an invoice for invoice.*, …) and is signed with STRIPE_WEBHOOK_SECRET, or with the local secret that `billingd serve --local` keeps in the database.
+
+            Examples:
+              billingd trigger customer.subscription.created
+              billingd trigger invoice.paid --set customer=cus_123
+              billingd trigger checkout.session.completed --print
+            """)
+
+    @Argument(help: ArgumentHelp("The event type, e.g. invoice.paid.", valueName: "event-type"))
+    var eventType: String
+
+    @Option(name: .long, help: "Where to post (default: http://BILLINGD_HOST:BILLINGD_PORT/webhooks/stripe).")
+    var url: String?
+
+    @Option(name: .customLong("set"), help: ArgumentHelp("Set a top-level string field of data.object, e.g. --set customer=cus_123 (repeatable).", valueName: "field=value"))
+    var fields: [String] = []
+
+    @Option(name: .long, help: "The event id (default: a new random evt_… id).")
+    var id: String?
+
+    @Option(name: .long, help: "Send the event as from this connected account (acct_…).")
+    var account: String?
+
+    @Flag(name: .long, help: "Mark the event and its object as live mode.")
+    var live = false
+
+    @Flag(name: .long, help: "Print the signed request instead of sending it.")
+    var print = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789._")
+        guard !eventType.isEmpty, eventType.count <= 120, eventType.allSatisfy(allowed.contains), eventType.contains(".") else {
+            throw ValidationError("'\(eventType)' is not an event type: use Stripe's names, e.g. invoice.paid or customer.subscription.updated.")
+        }
+        for field in fields where !field.contains("=") {
+            throw ValidationError("--set takes field=value, e.g. --set customer=cus_123 (got '\(field)').")
+        }
+    }
+
+    func run() async throws {
+        let settings = try global.settings()
+        let secret: String
+        if let configured = settings.webhookSecrets.first {
+            secret = configured
+        } else {
+            let database = try global.openDatabase(settings)
+            defer { try? database.close() }
+            guard let local = try await LocalMode.secret(in: database, creating: false) else {
+                throw ValidationError(
+                    "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
+            }
+            secret = local
+        }
+
+        var overrides: [String: String] = [:]
+        for field in fields {
+            let parts = field.split(separator: "=", maxSplits: 1)
+            overrides[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        let eventID = id ?? "evt_" + Self.randomSuffix()
+        let body = SampleEvent.body(
+            type: eventType, eventID: eventID, created: now, apiVersion: StripeAPIVersion.pinned,
+            livemode: live, account: account, objectOverrides: overrides)
+        let signature = SignatureVerifier.header(body: body, secret: secret, timestamp: now)
+        let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/stripe"
+
+        if print {
+            Swift.print("POST \(target)\nStripe-Signature: \(signature)\nContent-Type: application/json\n")
+            Swift.print(String(decoding: body, as: UTF8.self))
+            return
+        }
+        guard let endpoint = URL(string: target), ["http", "https"].contains(endpoint.scheme ?? "") else {
+            throw ValidationError("--url must be an http(s) URL, e.g. http://127.0.0.1:8080/webhooks/stripe.")
+        }
+        var request = URLRequest(url: endpoint)
+        request.httpMethod = "POST"
+        request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
+        request.setValue(signature, forHTTPHeaderField: "Stripe-Signature")
+        request.setValue("billingd-trigger/\(BillingdVersion.current)", forHTTPHeaderField: "User-Agent")
+        request.httpBody = Data(body)
+        request.timeoutInterval = 30
+        let (data, response): (Data, URLResponse)
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw ValidationError("Could not reach \(target): \(error.localizedDescription). Is `billingd serve` running there?")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        Swift.print("\(eventType) \(eventID) → HTTP \(status) \(String(decoding: data, as: UTF8.self))")
+        if !(200..<300).contains(status) { throw ExitCode(1) }
+    }
+
+    static func randomSuffix() -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<24).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Logging
+
+/// billingd's settings: environment variables, optionally from a `KEY=VALUE` config file
+/// named by `--config`. A variable set in the environment wins over the file.
+public struct Settings: Sendable {
+    public var databasePath: String
+    public var host: String
+    public var port: Int
+    /// Webhook endpoint secrets, several during rotation; empty when not configured.
+    public var webhookSecrets: [String]
+    /// Largest accepted distance between a signature's timestamp and now, in seconds.
+    public var signatureTolerance: Int64
+    public var apiKey: String?
+    public var apiBase: String
+    public var apiTokens: [String]
+    public var plansPath: String?
+    public var logLevel: Logger.Level
+
+    /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
+    public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
+        ("BILLINGD_DATABASE", "./billingd.sqlite3", "SQLite file of the ledger"),
+        ("BILLINGD_HOST", "127.0.0.1", "address serve listens on"),
+        ("BILLINGD_PORT", "8080", "port serve listens on"),
+        ("STRIPE_WEBHOOK_SECRET", "required", "whsec_… secrets, comma-separated"),
+        ("BILLINGD_SIGNATURE_TOLERANCE", "300", "seconds of clock skew allowed"),
+        ("STRIPE_API_KEY", "none", "sk_/rk_ key for API calls"),
+        ("STRIPE_API_BASE", "https://api.stripe.com", "Stripe API base URL"),
+        ("BILLINGD_API_TOKENS", "API off", "service API bearer tokens"),
+        ("BILLINGD_PLANS", "none", "plan catalog file"),
+        ("BILLINGD_LOG_LEVEL", "info", "trace … critical"),
+    ]
+
+    /// The settings as an aligned table for `--help`.
+    public static var helpTable: String {
+        documented.map { setting in
+            "  " + setting.name.padding(toLength: 29, withPad: " ", startingAt: 0)
+                + "\(setting.meaning) [\(setting.defaultValue)]"
+        }.joined(separator: "\n")
+    }
+
+    /// Loads settings from an environment, overlaying it on the config file if one is named.
+    public static func load(environment: [String: String], configFile: String?) throws -> Settings {
+        var values: [String: String] = [:]
+        if let configFile {
+            values = try ConfigFile.parse(path: configFile)
+        }
+        for (key, value) in environment { values[key] = value }
+        return try Settings(values: values)
+    }
+
+    init(values: [String: String]) throws {
+        func value(_ key: String) -> String? {
+            guard let raw = values[key]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+            return raw
+        }
+        func list(_ key: String) -> [String] {
+            (value(key) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        databasePath = value("BILLINGD_DATABASE") ?? "./billingd.sqlite3"
+        host = value("BILLINGD_HOST") ?? "127.0.0.1"
+        if let port = value("BILLINGD_PORT") {
+            guard let number = Int(port), (1...65535).contains(number) else {
+                throw SettingsError.invalid("BILLINGD_PORT", port, "a port number from 1 to 65535")
+            }
+            self.port = number
+        } else {
+            port = 8080
+        }
+        webhookSecrets = list("STRIPE_WEBHOOK_SECRET")
+        for secret in webhookSecrets where secret.utf8.count < 8 {
+            // Never echo a secret, not even a bad one.
+            throw SettingsError.invalid("STRIPE_WEBHOOK_SECRET", nil, "endpoint secrets (whsec_…) of at least 8 characters; one of them is \(secret.utf8.count) characters long")
+        }
+        if let tolerance = value("BILLINGD_SIGNATURE_TOLERANCE") {
+            guard let seconds = Int64(tolerance), seconds > 0, seconds <= 86_400 else {
+                throw SettingsError.invalid("BILLINGD_SIGNATURE_TOLERANCE", tolerance, "seconds, from 1 to 86400")
+            }
+            signatureTolerance = seconds
+        } else {
+            signatureTolerance = 300
+        }
+        apiKey = value("STRIPE_API_KEY")
+        if let key = apiKey, !["sk_test_", "sk_live_", "rk_test_", "rk_live_"].contains(where: key.hasPrefix) {
+            throw SettingsError.invalid("STRIPE_API_KEY", nil, "a secret (sk_test_…, sk_live_…) or restricted (rk_…) key; the value set has another prefix")
+        }
+        apiBase = value("STRIPE_API_BASE") ?? "https://api.stripe.com"
+        guard let base = URL(string: apiBase), ["http", "https"].contains(base.scheme ?? ""), base.host != nil else {
+            throw SettingsError.invalid("STRIPE_API_BASE", apiBase, "an http(s) URL such as https://api.stripe.com")
+        }
+        apiTokens = list("BILLINGD_API_TOKENS")
+        for token in apiTokens where token.utf8.count < 16 {
+            throw SettingsError.invalid("BILLINGD_API_TOKENS", nil, "tokens of at least 16 characters; one of them is \(token.utf8.count) characters long")
+        }
+        plansPath = value("BILLINGD_PLANS")
+        if let level = value("BILLINGD_LOG_LEVEL") {
+            guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
+                throw SettingsError.invalid("BILLINGD_LOG_LEVEL", level, "one of trace, debug, info, notice, warning, error, critical")
+            }
+            logLevel = parsed
+        } else {
+            logLevel = .info
+        }
+    }
+
+    /// Whether the API key is for live mode (nil without a key).
+    public var apiKeyIsLive: Bool? {
+        apiKey.map { $0.hasPrefix("sk_live_") || $0.hasPrefix("rk_live_") }
+    }
+}
+
+/// A setting that is missing or malformed; the message names the variable and what it takes.
+public enum SettingsError: Error, CustomStringConvertible {
+    case invalid(_ name: String, _ value: String?, _ expected: String)
+    case missing(_ name: String, _ hint: String)
+    case configFile(_ path: String, _ problem: String)
+
+    public var description: String {
+        switch self {
+        case .invalid(let name, let value, let expected):
+            if let value { "\(name)=\(value) is not valid: expected \(expected)." } else { "\(name) is not valid: expected \(expected)." }
+        case .missing(let name, let hint):
+            "\(name) is not set. \(hint)"
+        case .configFile(let path, let problem):
+            "Config file \(path): \(problem)"
+        }
+    }
+}
+
+/// The `--config` file: `KEY=VALUE` lines as in a systemd environment file; `#` comments,
+/// blank lines, an optional `export ` and optional single or double quotes around the value.
+enum ConfigFile {
+    static func parse(path: String) throws -> [String: String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SettingsError.configFile(path, "cannot be read (does it exist, and may billingd read it?)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw SettingsError.configFile(path, "is not UTF-8 text")
+        }
+        return try parse(text: text, path: path)
+    }
+
+    static func parse(text: String, path: String) throws -> [String: String] {
+        var values: [String: String] = [:]
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("export ") { line = String(line.dropFirst(7)).trimmingCharacters(in: .whitespaces) }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw SettingsError.configFile(path, "line \(number + 1) is not KEY=VALUE")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+                throw SettingsError.configFile(path, "line \(number + 1) has an invalid name")
+            }
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            values[key] = value
+        }
+        return values
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// The parts of a Stripe event that the inbox indexes, decoded from the raw delivery.
+///
+/// Deliberately small and tolerant: any event type, any API version, any extra field decodes.
+/// `data.object` is located, not decoded, here; the applier decodes it by type later.
+public struct EventEnvelope: Sendable, Equatable {
+    public let id: String
+    public let type: String
+    public let apiVersion: String?
+    /// Unix seconds at which Stripe created the event.
+    public let created: Int64
+    public let livemode: Bool
+    /// The connected account (Connect) the event belongs to; nil for the platform account.
+    public let account: String?
+    /// `data.object.id`; nil for objects without an id (e.g. `invoice.upcoming`).
+    public let objectID: String?
+    /// `data.object.object`, e.g. "subscription".
+    public let objectType: String?
+
+    public init(
+        id: String, type: String, apiVersion: String?, created: Int64, livemode: Bool,
+        account: String?, objectID: String?, objectType: String?
+    ) {
+        self.id = id
+        self.type = type
+        self.apiVersion = apiVersion
+        self.created = created
+        self.livemode = livemode
+        self.account = account
+        self.objectID = objectID
+        self.objectType = objectType
+    }
+
+    /// Decodes the envelope of a delivery; throws ``EventDecodingError`` when the body is not
+    /// a Stripe event.
+    public init(decoding body: [UInt8]) throws(EventDecodingError) {
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: Data(body))
+        } catch {
+            throw .notAnEvent("the body is not a JSON Stripe event (\(Self.describe(error)))")
+        }
+        guard let id = wire.id, !id.isEmpty, id.utf8.count <= 255 else {
+            throw .notAnEvent("the event has no id")
+        }
+        guard let type = wire.type, !type.isEmpty, type.utf8.count <= 255 else {
+            throw .notAnEvent("the event has no type")
+        }
+        if let object = wire.object, object != "event" {
+            throw .notAnEvent("the body is a \"\(object.prefix(40))\" object, not an event")
+        }
+        guard let created = wire.created else { throw .notAnEvent("the event has no created time") }
+        guard wire.data != nil else { throw .notAnEvent("the event has no data.object") }
+        self.init(
+            id: id, type: type, apiVersion: wire.api_version, created: created,
+            livemode: wire.livemode ?? false, account: wire.account,
+            objectID: wire.data?.object.id, objectType: wire.data?.object.object)
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+            DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "invalid JSON" : "bad field \(path)"
+        default:
+            return "invalid JSON"
+        }
+    }
+
+    private struct Wire: Decodable {
+        struct DataField: Decodable {
+            struct Object: Decodable {
+                let id: String?
+                let object: String?
+            }
+            let object: Object
+        }
+        let id: String?
+        let object: String?
+        let type: String?
+        let api_version: String?
+        let created: Int64?
+        let livemode: Bool?
+        let account: String?
+        let data: DataField?
+    }
+}
+
+/// Why a verified body could not be taken as a Stripe event.
+public enum EventDecodingError: Error, Sendable, Equatable {
+    case notAnEvent(String)
+
+    public var message: String {
+        switch self {
+        case .notAnEvent(let reason): "Not a Stripe event: \(reason)."
+        }
+    }
+}

@@ -1,0 +1,145 @@
+/// Finds the exact bytes of `data.object` inside an event body without re-serialising it, so
+/// the ledger can keep Stripe's own JSON of each object byte for byte.
+///
+/// A small validating scanner: it walks keys and skips values (strings with escapes, numbers,
+/// literals, nested containers) and gives up (nil) on anything that is not well-formed.
+public enum RawObjectLocator {
+    /// The byte range of `data.object` in an event body, nil when absent or malformed.
+    public static func objectRange(in body: [UInt8]) -> Range<Int>? {
+        body.withUnsafeBufferPointer { bytes in
+            var scanner = Scanner(bytes: bytes)
+            guard let data = scanner.member(named: "data", inObjectAt: 0) else { return nil }
+            var inner = Scanner(bytes: bytes)
+            return inner.member(named: "object", inObjectAt: data.lowerBound)
+        }
+    }
+
+    /// The raw JSON of `data.object`.
+    public static func object(in body: [UInt8]) -> ArraySlice<UInt8>? {
+        objectRange(in: body).map { body[$0] }
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var position = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        /// Scans the object that starts at `start` and returns the range of the value of the
+        /// first member whose key is `name`.
+        mutating func member(named name: String, inObjectAt start: Int) -> Range<Int>? {
+            position = start
+            skipWhitespace()
+            guard consume(UInt8(ascii: "{")) else { return nil }
+            let wanted = Array(name.utf8)
+            skipWhitespace()
+            if consume(UInt8(ascii: "}")) { return nil }
+            while true {
+                skipWhitespace()
+                guard let key = skipString() else { return nil }
+                skipWhitespace()
+                guard consume(UInt8(ascii: ":")) else { return nil }
+                skipWhitespace()
+                let valueStart = position
+                guard skipValue(depth: 0) else { return nil }
+                if keyEquals(key, wanted) { return valueStart..<position }
+                skipWhitespace()
+                if consume(UInt8(ascii: ",")) { continue }
+                return nil
+            }
+        }
+
+        private func keyEquals(_ key: Range<Int>, _ wanted: [UInt8]) -> Bool {
+            // key includes the quotes; keys with escapes never equal our plain ASCII names.
+            let inner = (key.lowerBound + 1)..<(key.upperBound - 1)
+            guard inner.count == wanted.count else { return false }
+            var index = 0
+            for offset in inner {
+                if bytes[offset] != wanted[index] { return false }
+                index += 1
+            }
+            return true
+        }
+
+        private mutating func consume(_ byte: UInt8) -> Bool {
+            guard position < bytes.count, bytes[position] == byte else { return false }
+            position += 1
+            return true
+        }
+
+        private mutating func skipWhitespace() {
+            while position < bytes.count {
+                switch bytes[position] {
+                case 0x20, 0x09, 0x0A, 0x0D: position += 1
+                default: return
+                }
+            }
+        }
+
+        /// Skips a string starting at `position`; returns its range including quotes.
+        private mutating func skipString() -> Range<Int>? {
+            let start = position
+            guard consume(UInt8(ascii: "\"")) else { return nil }
+            while position < bytes.count {
+                let byte = bytes[position]
+                if byte == UInt8(ascii: "\\") {
+                    position += 2
+                } else if byte == UInt8(ascii: "\"") {
+                    position += 1
+                    return start..<position
+                } else if byte < 0x20 {
+                    return nil
+                } else {
+                    position += 1
+                }
+            }
+            return nil
+        }
+
+        private mutating func skipValue(depth: Int) -> Bool {
+            guard depth < 512, position < bytes.count else { return false }
+            switch bytes[position] {
+            case UInt8(ascii: "\""):
+                return skipString() != nil
+            case UInt8(ascii: "{"):
+                position += 1
+                skipWhitespace()
+                if consume(UInt8(ascii: "}")) { return true }
+                while true {
+                    skipWhitespace()
+                    guard skipString() != nil else { return false }
+                    skipWhitespace()
+                    guard consume(UInt8(ascii: ":")) else { return false }
+                    skipWhitespace()
+                    guard skipValue(depth: depth + 1) else { return false }
+                    skipWhitespace()
+                    if consume(UInt8(ascii: ",")) { continue }
+                    return consume(UInt8(ascii: "}"))
+                }
+            case UInt8(ascii: "["):
+                position += 1
+                skipWhitespace()
+                if consume(UInt8(ascii: "]")) { return true }
+                while true {
+                    skipWhitespace()
+                    guard skipValue(depth: depth + 1) else { return false }
+                    skipWhitespace()
+                    if consume(UInt8(ascii: ",")) { continue }
+                    return consume(UInt8(ascii: "]"))
+                }
+            default:
+                // number, true, false, null: everything up to the next delimiter
+                let start = position
+                while position < bytes.count {
+                    switch bytes[position] {
+                    case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D:
+                        return position > start
+                    default:
+                        position += 1
+                    }
+                }
+                return position > start
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Everything the HTTP server needs, built once by `serve` (or by a test).
+public struct BillingServerDependencies: Sendable {
+    public var database: LedgerDatabase
+    public var verifier: SignatureVerifier
+    public var committer: GroupCommitter
+    public var metrics: BillingMetrics
+    public var webhook: WebhookController.Configuration
+    /// Adds `POST /bench/noop`, the HTTP ceiling the ingest benchmark compares against.
+    public var benchmarkRoutes: Bool
+    public var now: @Sendable () -> Date
+
+    public init(
+        database: LedgerDatabase, verifier: SignatureVerifier, committer: GroupCommitter,
+        metrics: BillingMetrics, webhook: WebhookController.Configuration = .init(),
+        benchmarkRoutes: Bool = false, now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.database = database
+        self.verifier = verifier
+        self.committer = committer
+        self.metrics = metrics
+        self.webhook = webhook
+        self.benchmarkRoutes = benchmarkRoutes
+        self.now = now
+    }
+}
+
+/// Builds billingd's router and Hummingbird application.
+public enum BillingApplication {
+    /// The router with every route billingd serves.
+    public static func router(_ dependencies: BillingServerDependencies) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: JSONErrorMiddleware())
+        WebhookController(
+            verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
+            configuration: dependencies.webhook, now: dependencies.now
+        ).addRoutes(to: router)
+        HealthController(database: dependencies.database).addRoutes(to: router)
+        let metrics = dependencies.metrics
+        router.get("/metrics") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))
+        }
+        if dependencies.benchmarkRoutes {
+            router.post("/bench/noop") { request, _ in
+                _ = try await request.body.collect(upTo: dependencies.webhook.maximumBodySize)
+                return APIError.jsonResponse(status: .ok, body: ["received": true])
+            }
+        }
+        return router
+    }
+
+    /// The application: the HTTP server plus the given long-running services, which it runs
+    /// and shuts down with it.
+    public static func application(
+        _ dependencies: BillingServerDependencies, host: String, port: Int,
+        services: [any Service] = [], logger: Logger,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(dependencies),
+            configuration: .init(address: .hostname(host, port: port), serverName: "billingd"),
+            services: services,
+            onServerRunning: onServerRunning,
+            logger: logger)
+    }
+}

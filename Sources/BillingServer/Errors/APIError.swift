@@ -1,0 +1,31 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An error a client sees: an HTTP status and a JSON body `{"error": {"code", "message"}}`.
+public struct APIError: HTTPResponseError, Sendable {
+    public let status: HTTPResponse.Status
+    /// Stable, machine-readable reason (e.g. `signature_mismatch`).
+    public let code: String
+    /// What happened and what to do, for a person.
+    public let message: String
+
+    public init(_ status: HTTPResponse.Status, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Self.jsonResponse(status: status, body: ["error": ["code": code, "message": message]])
+    }
+
+    /// A JSON response with the given status.
+    static func jsonResponse(status: HTTPResponse.Status, body: [String: Any]) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,136 @@
+import BillingCore
+import BillingStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// `POST /webhooks/stripe`: verify the signature on the raw bytes, commit the delivery to the
+/// inbox, and only then answer 2xx. Applying it to the ledger happens later, elsewhere.
+public struct WebhookController: Sendable {
+    /// Settings of the webhook endpoint.
+    public struct Configuration: Sendable {
+        /// Largest accepted body; Stripe's events are far smaller.
+        public var maximumBodySize: Int = 1 << 20
+        public init(maximumBodySize: Int = 1 << 20) {
+            self.maximumBodySize = maximumBodySize
+        }
+    }
+
+    let verifier: SignatureVerifier
+    let committer: GroupCommitter
+    let metrics: BillingMetrics
+    let configuration: Configuration
+    let now: @Sendable () -> Date
+
+    public init(
+        verifier: SignatureVerifier, committer: GroupCommitter, metrics: BillingMetrics,
+        configuration: Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.verifier = verifier
+        self.committer = committer
+        self.metrics = metrics
+        self.configuration = configuration
+        self.now = now
+    }
+
+    public func addRoutes(to router: Router<some RequestContext>) {
+        router.post("/webhooks/stripe") { request, context in
+            try await receive(request, logger: context.logger)
+        }
+    }
+
+    private static let signatureHeader = HTTPField.Name("Stripe-Signature")!
+
+    func receive(_ request: Request, logger: Logger) async throws -> Response {
+        let started = ContinuousClock.now
+        var eventType: String?
+        do {
+            let outcome = try await ingest(request, logger: logger, eventType: &eventType)
+            metrics.ingestLatency(ContinuousClock.now - started)
+            return outcome
+        } catch let error as APIError {
+            let outcome = Self.outcome(for: error)
+            metrics.delivery(outcome, eventType: eventType)
+            logger.notice(
+                "webhook rejected",
+                metadata: ["outcome": "\(outcome.rawValue)", "reason": "\(error.code)", "status": "\(error.status.code)"])
+            throw error
+        }
+    }
+
+    private func ingest(_ request: Request, logger: Logger, eventType: inout String?) async throws -> Response {
+        let started = ContinuousClock.now
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > configuration.maximumBodySize {
+            throw Self.tooLarge(configuration.maximumBodySize)
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
+        } catch is NIOTooManyBytesError {
+            throw Self.tooLarge(configuration.maximumBodySize)
+        }
+        let body = Array(buffer.readableBytesView)
+
+        let secretIndex: Int
+        do {
+            secretIndex = try verifier.verify(
+                body: body, header: request.headers[Self.signatureHeader],
+                now: Int64(now().timeIntervalSince1970))
+        } catch {
+            throw APIError(.badRequest, code: error.code, message: error.message)
+        }
+
+        let envelope: EventEnvelope
+        do {
+            envelope = try EventEnvelope(decoding: body)
+        } catch {
+            throw APIError(.badRequest, code: "not_an_event", message: error.message)
+        }
+        eventType = envelope.type
+
+        let delivery = InboxDelivery(
+            envelope: envelope, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000),
+            source: .webhook, secretIndex: secretIndex)
+        let outcome: InboxInsertOutcome
+        do {
+            outcome = try await committer.submit(delivery)
+        } catch {
+            logger.error(
+                "webhook not stored", metadata: ["event": "\(envelope.id)", "type": "\(envelope.type)", "error": "\(error)"])
+            throw APIError(
+                .serviceUnavailable, code: "store_unavailable",
+                message: "The delivery could not be stored durably; Stripe will retry it.")
+        }
+        let duplicate = outcome == .duplicate
+        metrics.delivery(duplicate ? .duplicate : .accepted, eventType: envelope.type)
+        let elapsed = ContinuousClock.now - started
+        logger.info(
+            "webhook \(duplicate ? "duplicate" : "accepted")",
+            metadata: [
+                "event": "\(envelope.id)", "type": "\(envelope.type)", "secret": "#\(secretIndex)",
+                "livemode": "\(envelope.livemode)", "duration_ms": "\(Self.milliseconds(elapsed))",
+            ])
+        return APIError.jsonResponse(status: .ok, body: ["received": true, "duplicate": duplicate, "id": envelope.id])
+    }
+
+    private static func tooLarge(_ limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "body_too_large", message: "The body is larger than \(limit) bytes.")
+    }
+
+    private static func outcome(for error: APIError) -> BillingMetrics.DeliveryOutcome {
+        switch error.code {
+        case "body_too_large": .tooLarge
+        case "signature_timestamp_too_old", "signature_timestamp_in_future": .staleTimestamp
+        case "signature_mismatch": .badSignature
+        case "store_unavailable": .storeFailed
+        default: .malformed
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> String {
+        let ms = Double(duration.nanoseconds) / 1_000_000
+        return String(format: "%.2f", ms)
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+
+/// The ledger's SQLite database: one `DatabasePool` in WAL mode with `synchronous=FULL`, so a
+/// committed transaction survives power loss, and migrations applied at open.
+public struct LedgerDatabase: Sendable {
+    /// The GRDB writer behind every store in this module.
+    public let writer: any DatabaseWriter
+    /// Where the database lives; nil for an in-memory database.
+    public let path: String?
+
+    /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
+    /// - Parameter busyTimeout: how long a writer waits for another process (a cron
+    ///   `reconcile` beside `serve`) before failing.
+    public static func open(path: String, busyTimeout: TimeInterval = 10) throws -> LedgerDatabase {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            throw LedgerDatabaseError.directoryMissing(directory)
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "billingd"
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw LedgerDatabaseError.cannotOpen(path: path, reason: String(describing: error))
+        }
+        // GRDB sets synchronous=NORMAL when it enables WAL; a 2xx to Stripe promises more than
+        // that, so the writer connection is switched back to FULL: every commit is fsynced.
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let database = LedgerDatabase(writer: pool, path: path)
+        try database.migrate()
+        return database
+    }
+
+    /// An in-memory database for tests and benchmarks of pure logic.
+    public static func inMemory() throws -> LedgerDatabase {
+        let queue = try DatabaseQueue(configuration: Configuration())
+        let database = LedgerDatabase(writer: queue, path: nil)
+        try database.migrate()
+        return database
+    }
+
+    private init(writer: any DatabaseWriter, path: String?) {
+        self.writer = writer
+        self.path = path
+    }
+
+    private func migrate() throws {
+        try LedgerMigrations.migrator.migrate(writer)
+    }
+
+    /// Proves the database accepts writes (for `/readyz`): takes the write lock and commits.
+    public func checkWritable() async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO meta(key, value) VALUES ('ready_checked_at', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [String(Int64(Date().timeIntervalSince1970))])
+        }
+    }
+
+    /// The value of `PRAGMA synchronous` on the writer connection (2 = FULL).
+    public func synchronousLevel() throws -> Int {
+        try writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
+    /// Reads a value from the `meta` key-value table.
+    public func metaValue(_ key: String) async throws -> String? {
+        try await writer.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+    }
+
+    /// Writes a value into the `meta` key-value table.
+    public func setMetaValue(_ key: String, _ value: String) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value])
+        }
+    }
+
+    /// Closes the database cleanly (checkpointing the WAL); later use is an error.
+    public func close() throws {
+        if let pool = writer as? DatabasePool {
+            try? pool.writeWithoutTransaction { db in _ = try? db.checkpoint(.truncate) }
+            try pool.close()
+        } else if let queue = writer as? DatabaseQueue {
+            try queue.close()
+        }
+    }
+}
+
+/// Why the ledger database could not be opened.
+public enum LedgerDatabaseError: Error, CustomStringConvertible {
+    case directoryMissing(String)
+    case cannotOpen(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .directoryMissing(let directory):
+            "The directory \(directory) does not exist: create it, or set BILLINGD_DATABASE to a file in an existing directory."
+        case .cannotOpen(let path, let reason):
+            "Cannot open the ledger database at \(path): \(reason). Check the path and its permissions (BILLINGD_DATABASE)."
+        }
+    }
+}

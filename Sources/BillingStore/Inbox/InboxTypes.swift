@@ -1,0 +1,101 @@
+import BillingCore
+
+/// A verified delivery on its way into the inbox.
+public struct InboxDelivery: Sendable {
+    public let envelope: EventEnvelope
+    /// The raw body exactly as received; never re-serialised.
+    public let body: [UInt8]
+    /// Unix milliseconds at which billingd received it.
+    public let receivedAt: Int64
+    /// Where it came from.
+    public let source: InboxSource
+    /// Index of the webhook secret that verified it; nil for events fetched from the API.
+    public let secretIndex: Int?
+
+    public init(envelope: EventEnvelope, body: [UInt8], receivedAt: Int64, source: InboxSource, secretIndex: Int?) {
+        self.envelope = envelope
+        self.body = body
+        self.receivedAt = receivedAt
+        self.source = source
+        self.secretIndex = secretIndex
+    }
+}
+
+/// How an event reached the inbox.
+public enum InboxSource: String, Sendable, Codable {
+    /// A signed `POST /webhooks/stripe` delivery.
+    case webhook
+    /// Recovered from `GET /v1/events` by reconcile.
+    case api
+}
+
+/// What happened to one delivery at commit.
+public enum InboxInsertOutcome: Sendable, Equatable {
+    /// Newly stored, with its position in commit order.
+    case stored(seq: Int64)
+    /// The event id was already in the inbox: nothing changed.
+    case duplicate
+}
+
+/// Where an event stands in the applier's pipeline.
+public enum InboxStatus: String, Sendable, Codable, CaseIterable {
+    /// Stored, not yet applied.
+    case pending
+    /// Applied to the ledger (or found older than what the ledger holds).
+    case applied
+    /// A type billingd does not model; kept and acknowledged.
+    case ignored
+    /// Applying failed; retried with backoff.
+    case failed
+    /// Failed too often; waits for an operator (`billingd events retry`).
+    case dead
+}
+
+/// One stored event as listed by `billingd events` and read by the applier.
+public struct InboxEvent: Sendable, Equatable {
+    public let seq: Int64
+    public let eventID: String
+    /// nil for the platform account.
+    public let account: String?
+    public let livemode: Bool
+    public let type: String
+    public let apiVersion: String?
+    public let created: Int64
+    public let objectID: String?
+    public let objectType: String?
+    public let receivedAt: Int64
+    public let source: InboxSource
+    public let status: InboxStatus
+    public let attempts: Int
+    public let lastError: String?
+    public let effect: String?
+
+    public init(
+        seq: Int64, eventID: String, account: String?, livemode: Bool, type: String, apiVersion: String?,
+        created: Int64, objectID: String?, objectType: String?, receivedAt: Int64, source: InboxSource,
+        status: InboxStatus, attempts: Int, lastError: String?, effect: String?
+    ) {
+        self.seq = seq
+        self.eventID = eventID
+        self.account = account
+        self.livemode = livemode
+        self.type = type
+        self.apiVersion = apiVersion
+        self.created = created
+        self.objectID = objectID
+        self.objectType = objectType
+        self.receivedAt = receivedAt
+        self.source = source
+        self.status = status
+        self.attempts = attempts
+        self.lastError = lastError
+        self.effect = effect
+    }
+}
+
+/// The inbox as the webhook path sees it: a batch insert that deduplicates by event id.
+/// The SQLite store implements it; a PostgreSQL store can later.
+public protocol InboxWriting: Sendable {
+    /// Inserts deliveries in one transaction, in order; one outcome per delivery.
+    func insert(_ deliveries: [InboxDelivery]) async throws -> [InboxInsertOutcome]
+}

@@ -1,0 +1,176 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Synchronization
+import Testing
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+/// Runs the real `billingd serve` binary as a child process, the way an operator does.
+struct DaemonProcess {
+    let process: Process
+    let port: Int
+    let databasePath: String
+
+    /// The built `billingd` (`swift build` first); BILLINGD_BINARY overrides.
+    static var binaryPath: String {
+        if let path = ProcessInfo.processInfo.environment["BILLINGD_BINARY"] { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/billingd").path
+    }
+
+    static func start(databasePath: String, extraEnvironment: [String: String] = [:], arguments: [String] = ["serve"]) async throws -> DaemonProcess {
+        guard FileManager.default.isExecutableFile(atPath: binaryPath) else {
+            throw DaemonError("billingd binary not found at \(binaryPath): run `swift build` before `swift test` (scripts/test does)")
+        }
+        for _ in 0..<5 {
+            let port = Int.random(in: 20_000..<60_000)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: binaryPath)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["BILLINGD_DATABASE"] = databasePath
+            environment["BILLINGD_PORT"] = String(port)
+            environment["BILLINGD_HOST"] = "127.0.0.1"
+            environment["STRIPE_WEBHOOK_SECRET"] = testSecret
+            environment["BILLINGD_LOG_LEVEL"] = "warning"
+            for (key, value) in extraEnvironment { environment[key] = value }
+            process.environment = environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let daemon = DaemonProcess(process: process, port: port, databasePath: databasePath)
+            if try await daemon.waitUntilHealthy() { return daemon }
+            daemon.kill()
+        }
+        throw DaemonError("billingd serve did not become healthy")
+    }
+
+    func waitUntilHealthy() async throws -> Bool {
+        for _ in 0..<200 {
+            if !process.isRunning { return false }
+            if let (status, _) = try? await HTTP.request("http://127.0.0.1:\(port)/healthz", method: "GET"), status == 200 {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    func kill(signal: Int32 = SIGKILL) {
+        if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+    }
+}
+
+struct DaemonError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+enum HTTP {
+    static func request(_ url: String, method: String, headers: [String: String] = [:], body: [UInt8]? = nil) async throws -> (Int, Data) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .init(rawValue: method)
+        for (key, value) in headers { request.headers.add(name: key, value: value) }
+        if let body { request.body = .bytes(body) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let bytes = try await response.body.collect(upTo: 1 << 22)
+        return (Int(response.status.code), Data(bytes.readableBytesView))
+    }
+
+    static func deliver(_ body: [UInt8], port: Int) async throws -> Int {
+        let header = SignatureVerifier.header(body: body, secret: testSecret, timestamp: Int64(Date().timeIntervalSince1970))
+        return try await request(
+            "http://127.0.0.1:\(port)/webhooks/stripe", method: "POST",
+            headers: ["Stripe-Signature": header, "Content-Type": "application/json"], body: body).0
+    }
+}
+
+@Suite("Crash safety of billingd serve", .serialized)
+struct CrashSafetyTests {
+    @Test("kill -9 at a random moment loses no acknowledged delivery", arguments: 0..<3)
+    func killNineLosesNothing(round: Int) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-crash-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let databasePath = directory.appendingPathComponent("ledger.sqlite3").path
+
+        let daemon = try await DaemonProcess.start(databasePath: databasePath)
+        let acknowledged = LockedSet()
+        let senders = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<16 {
+                    group.addTask {
+                        var index = 0
+                        while !Task.isCancelled {
+                            let id = "evt_r\(round)_w\(worker)_\(index)"
+                            index += 1
+                            guard let status = try? await HTTP.deliver(eventBody(id: id), port: daemon.port) else { return }
+                            if status == 200 { acknowledged.insert(id) }
+                        }
+                    }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200)))
+        daemon.kill(signal: SIGKILL)
+        senders.cancel()
+        _ = await senders.value
+
+        let acked = acknowledged.values
+        #expect(acked.count > 0, "the daemon acknowledged deliveries before it was killed")
+        let database = try LedgerDatabase.open(path: databasePath)
+        let inbox = InboxStore(database: database)
+        let stored = Set(try await inbox.list(.init(limit: 1_000_000)).map(\.eventID))
+        let lost = acked.subtracting(stored)
+        #expect(lost.isEmpty, "acknowledged but lost: \(lost.prefix(5))")
+        try database.close()
+
+        // It starts again on the same database and keeps accepting.
+        let again = try await DaemonProcess.start(databasePath: databasePath)
+        defer { again.kill(signal: SIGTERM) }
+        #expect(try await HTTP.deliver(eventBody(id: "evt_after_restart_\(round)"), port: again.port) == 200)
+        #expect(try await HTTP.request("http://127.0.0.1:\(again.port)/readyz", method: "GET").0 == 200)
+    }
+
+    @Test("SIGTERM shuts down cleanly with exit status 0")
+    func gracefulShutdown() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-term-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try await DaemonProcess.start(databasePath: directory.appendingPathComponent("l.sqlite3").path)
+        #expect(try await HTTP.deliver(eventBody(id: "evt_term"), port: daemon.port) == 200)
+        daemon.kill(signal: SIGTERM)
+        #expect(daemon.process.terminationStatus == 0)
+        #expect(daemon.process.terminationReason == .exit)
+    }
+
+    @Test("serve without a webhook secret refuses to start and says what to set")
+    func missingSecret() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: DaemonProcess.binaryPath)
+        process.arguments = ["serve"]
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "STRIPE_WEBHOOK_SECRET")
+        environment["BILLINGD_DATABASE"] = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-nosecret-\(UUID()).sqlite3").path
+        process.environment = environment
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus != 0)
+        #expect(output.contains("STRIPE_WEBHOOK_SECRET is not set"))
+        #expect(output.contains("--local"))
+    }
+}
+
+/// A set shared by concurrent senders.
+final class LockedSet: Sendable {
+    private let storage = Mutex<Set<String>>([])
+    func insert(_ value: String) { _ = storage.withLock { $0.insert(value) } }
+    var values: Set<String> { storage.withLock { $0 } }
+}

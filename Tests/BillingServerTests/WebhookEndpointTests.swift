@@ -1,0 +1,200 @@
+import BillingCore
+import BillingServer
+import BillingStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite("POST /webhooks/stripe")
+struct WebhookEndpointTests {
+    @Test("A signed delivery is stored once and acknowledged; a redelivery changes nothing")
+    func storesOnceAndDeduplicates() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let inbox = InboxStore(database: ledger.database)
+        let app = makeApplication(makeDependencies(ledger))
+        let body = eventBody(id: "evt_once")
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .ok)
+                #expect(response.json["duplicate"] as? Bool == false)
+            }
+            #expect(try await inbox.count() == 1)
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .ok)
+                #expect(response.json["duplicate"] as? Bool == true)
+            }
+        }
+        let events = try await inbox.list(.init())
+        #expect(events.count == 1)
+        let event = try #require(events.first)
+        #expect(event.eventID == "evt_once")
+        #expect(event.type == "customer.subscription.updated")
+        #expect(event.status == .pending)
+        #expect(event.objectID == "sub_evt_once")
+        #expect(event.apiVersion == "2026-10-28.clover")
+        #expect(event.source == .webhook)
+        #expect(try await inbox.body(eventID: "evt_once") == body)
+    }
+
+    @Test("Bad or missing signatures are 400 with a JSON reason, and nothing is stored")
+    func rejectsBadSignatures() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        let body = eventBody(id: "evt_bad")
+        let now = Int64(Date().timeIntervalSince1970)
+        try await app.test(.router) { client in
+            let cases: [(HTTPFields, String)] = [
+                ([:], "missing_signature_header"),
+                (signedHeaders(body, secret: "whsec_someone_else"), "signature_mismatch"),
+                (signedHeaders(body, at: now - 301), "signature_timestamp_too_old"),
+                (signedHeaders(body, at: now + 400), "signature_timestamp_in_future"),
+                ([HTTPField.Name("Stripe-Signature")!: "t=abc,v1=zz"], "signature_timestamp_invalid"),
+            ]
+            for (headers, code) in cases {
+                try await client.execute(uri: "/webhooks/stripe", method: .post, headers: headers, body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .badRequest)
+                    #expect(response.errorCode == code)
+                    #expect(response.headers[.contentType] == "application/json")
+                }
+            }
+            // A tampered body with a signature of the original
+            var tampered = body
+            tampered[tampered.count - 3] = UInt8(ascii: "X")
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: tampered)) { response in
+                #expect(response.status == .badRequest)
+                #expect(response.errorCode == "signature_mismatch")
+            }
+        }
+        #expect(try await InboxStore(database: ledger.database).count() == 0)
+    }
+
+    @Test("A genuine signature over something that is not an event is 400 and not stored")
+    func rejectsSignedNonEvents() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        try await app.test(.router) { client in
+            for text in ["not json at all", #"{"object":"event","type":"x.y"}"#, "[]"] {
+                let body = Array(text.utf8)
+                try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
+                    #expect(response.status == .badRequest)
+                    #expect(response.errorCode == "not_an_event")
+                }
+            }
+        }
+        #expect(try await InboxStore(database: ledger.database).count() == 0)
+    }
+
+    @Test("A body over 1 MiB is 413 and not stored")
+    func rejectsOversizedBodies() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        let big = Array(#"{"id":"evt_big","object":"event","type":"x.y","created":1,"data":{"object":{"pad":""#.utf8)
+            + [UInt8](repeating: UInt8(ascii: "a"), count: (1 << 20) + 10) + Array(#""}}}"#.utf8)
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(big), body: ByteBuffer(bytes: big)) { response in
+                #expect(response.status == .contentTooLarge)
+                #expect(response.errorCode == "body_too_large")
+            }
+        }
+        #expect(try await InboxStore(database: ledger.database).count() == 0)
+    }
+
+    @Test("Unknown event types are stored and acknowledged")
+    func acceptsUnknownTypes() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        let body = eventBody(id: "evt_future", type: "quantum.entanglement.collapsed")
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .ok)
+            }
+        }
+        let events = try await InboxStore(database: ledger.database).list(.init(type: "quantum.entanglement.collapsed"))
+        #expect(events.map(\.eventID) == ["evt_future"])
+    }
+
+    @Test("1,000 concurrent deliveries with 10 % duplicates store exactly the distinct events")
+    func concurrentDeliveries() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        // 900 distinct events; 100 deliveries repeat one of them.
+        let ids = (0..<900).map { "evt_c\($0)" } + (0..<100).map { "evt_c\($0 * 7)" }
+        let statuses = try await app.test(.live) { client in
+            try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for id in ids.shuffled() {
+                    group.addTask {
+                        let body = eventBody(id: id)
+                        return try await client.execute(
+                            uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)
+                        ).status
+                    }
+                }
+                var statuses: [HTTPResponse.Status] = []
+                for try await status in group { statuses.append(status) }
+                return statuses
+            }
+        }
+        #expect(statuses.count == 1000)
+        #expect(statuses.allSatisfy { $0 == .ok })
+        let inbox = InboxStore(database: ledger.database)
+        #expect(try await inbox.count() == 900)
+        let stored = Set(try await inbox.list(.init(limit: 2000)).map(\.eventID))
+        #expect(stored == Set(ids))
+    }
+
+    @Test("Unknown routes and methods answer with a JSON error, not an empty page")
+    func unknownRoutes() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/nope", method: .get) { response in
+                #expect(response.status == .notFound)
+                #expect(response.errorCode == "not_found")
+            }
+        }
+    }
+
+    @Test("/healthz and /readyz answer 200 on a writable ledger")
+    func health() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.json["status"] as? String == "ready")
+            }
+        }
+    }
+
+    @Test("/metrics counts deliveries by outcome")
+    func metricsCountOutcomes() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        let body = eventBody(id: "evt_m", type: "invoice.paid")
+        try await app.test(.router) { client in
+            for _ in 0..<2 {
+                try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
+            }
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: [:], body: ByteBuffer(bytes: body))
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="invoice.paid"} 1"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="duplicate",type="invoice.paid"} 1"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="malformed",type="unknown"} 1"#))
+            }
+        }
+    }
+}
