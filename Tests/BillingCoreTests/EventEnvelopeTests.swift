@@ -62,3 +62,14 @@ struct EventEnvelopeTests {
         #expect(RawObjectLocator.object(in: Array(text.utf8)) == nil)
     }
 }
+
+@Suite("Event envelope tolerance")
+struct EventEnvelopeToleranceTests {
+    @Test("An object whose id is not a string is still an event (its applying fails later, visibly)")
+    func oddObjectID() throws {
+        let body = Array(#"{"id":"evt_odd","object":"event","type":"customer.updated","created":1,"data":{"object":{"id":42,"object":["x"]}}}"#.utf8)
+        let envelope = try EventEnvelope(decoding: body)
+        #expect(envelope.objectID == nil)
+        #expect(envelope.objectType == nil)
+    }
+}

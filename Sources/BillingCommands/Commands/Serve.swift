@@ -42,7 +42,11 @@ struct Serve: AsyncParsableCommand {
         }
 
         let metrics = BillingMetrics()
-        let committer = GroupCommitter(inbox: InboxStore(database: database))
+        let inbox = InboxStore(database: database)
+        let applier = ApplierService(
+            applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
+            inbox: inbox, metrics: metrics, logger: logger)
+        let committer = GroupCommitter(inbox: inbox) { _ in applier.wake() }
         let dependencies = BillingServerDependencies(
             database: database,
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
@@ -61,7 +65,7 @@ struct Serve: AsyncParsableCommand {
         // the applier finishes its batch, then the database is closed.
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: application)],
+                services: [.init(service: applier), .init(service: application)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()

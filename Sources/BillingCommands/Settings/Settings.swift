@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 import Logging
 
@@ -13,6 +14,8 @@ public struct Settings: Sendable {
     public var signatureTolerance: Int64
     public var apiKey: String?
     public var apiBase: String
+    /// The Stripe API version billingd pins on its calls and expects events in.
+    public var stripeAPIVersion: String
     public var apiTokens: [String]
     public var plansPath: String?
     public var logLevel: Logger.Level
@@ -26,6 +29,7 @@ public struct Settings: Sendable {
         ("BILLINGD_SIGNATURE_TOLERANCE", "300", "seconds of clock skew allowed"),
         ("STRIPE_API_KEY", "none", "sk_/rk_ key for API calls"),
         ("STRIPE_API_BASE", "https://api.stripe.com", "Stripe API base URL"),
+        ("STRIPE_API_VERSION", StripeAPIVersion.pinned, "pinned Stripe-Version"),
         ("BILLINGD_API_TOKENS", "API off", "service API bearer tokens"),
         ("BILLINGD_PLANS", "none", "plan catalog file"),
         ("BILLINGD_LOG_LEVEL", "info", "trace … critical"),
@@ -88,6 +92,7 @@ public struct Settings: Sendable {
         guard let base = URL(string: apiBase), ["http", "https"].contains(base.scheme ?? ""), base.host != nil else {
             throw SettingsError.invalid("STRIPE_API_BASE", apiBase, "an http(s) URL such as https://api.stripe.com")
         }
+        stripeAPIVersion = value("STRIPE_API_VERSION") ?? StripeAPIVersion.pinned
         apiTokens = list("BILLINGD_API_TOKENS")
         for token in apiTokens where token.utf8.count < 16 {
             throw SettingsError.invalid("BILLINGD_API_TOKENS", nil, "tokens of at least 16 characters; one of them is \(token.utf8.count) characters long")

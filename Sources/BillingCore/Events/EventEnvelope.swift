@@ -71,9 +71,19 @@ public struct EventEnvelope: Sendable, Equatable {
 
     private struct Wire: Decodable {
         struct DataField: Decodable {
+            /// Only located here: an id or type that is not a string (a poison object)
+            /// still leaves a storable event, whose applying then fails visibly.
             struct Object: Decodable {
                 let id: String?
                 let object: String?
+
+                private enum CodingKeys: String, CodingKey { case id, object }
+
+                init(from decoder: any Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    id = try? container.decodeIfPresent(String.self, forKey: .id)
+                    object = try? container.decodeIfPresent(String.self, forKey: .object)
+                }
             }
             let object: Object
         }

@@ -35,7 +35,7 @@ enum LedgerMigrations {
                     effect TEXT,
                     UNIQUE (eventID, account, livemode)
                 );
-                CREATE INDEX inboxEvent_work ON inboxEvent(status, seq) WHERE status IN ('pending', 'failed');
+                CREATE INDEX inboxEvent_work ON inboxEvent(status, seq) WHERE status IN ('pending', 'failed', 'dead');
                 CREATE INDEX inboxEvent_object ON inboxEvent(objectID);
                 CREATE INDEX inboxEvent_type ON inboxEvent(type);
                 """)

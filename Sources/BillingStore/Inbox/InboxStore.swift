@@ -132,3 +132,26 @@ public struct InboxStore: InboxWriting {
             attempts: row["attempts"], lastError: row["lastError"], effect: row["effect"])
     }
 }
+
+extension InboxStore {
+    /// Inbox depth for metrics: events per status of the work queue, and when the oldest
+    /// pending one arrived (Unix ms).
+    public struct Depth: Sendable {
+        public var counts: [InboxStatus: Int]
+        public var oldestPendingReceivedAt: Int64?
+    }
+
+    public func depth() async throws -> Depth {
+        try await database.writer.read { db in
+            var counts: [InboxStatus: Int] = [.pending: 0, .failed: 0, .dead: 0]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT status, COUNT(*) AS n FROM inboxEvent WHERE status IN ('pending', 'failed', 'dead') GROUP BY status")
+            {
+                if let status = InboxStatus(rawValue: row["status"]) { counts[status] = row["n"] }
+            }
+            let oldest = try Int64.fetchOne(
+                db, sql: "SELECT MIN(receivedAt) FROM inboxEvent WHERE status IN ('pending', 'failed')")
+            return Depth(counts: counts, oldestPendingReceivedAt: oldest)
+        }
+    }
+}

@@ -1,0 +1,25 @@
+import ArgumentParser
+import BillingStore
+import Foundation
+
+/// `billingd inspect`: the ledger's view of one object.
+struct Inspect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the ledger's view of an object as JSON, with the events that shaped it.",
+        discussion: "Works for any id the ledger keeps: cus_…, sub_…, in_…, pm_…, price_…, prod_…, cs_…; for active entitlements, the customer id finds the summary.")
+
+    @Argument(help: ArgumentHelp("The Stripe object id.", valueName: "id"))
+    var id: String
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let settings = try global.settings()
+        let database = try global.openDatabase(settings)
+        defer { try? database.close() }
+        guard let view = try await LedgerMaintenance(database: database).inspect(id: id) else {
+            throw ValidationError("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")
+        }
+        print(Output.json(view))
+    }
+}

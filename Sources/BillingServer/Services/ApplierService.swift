@@ -1,0 +1,86 @@
+import BillingStore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The long-running applier: drains the inbox into the ledger whenever deliveries commit, and
+/// every second for retries that come due. It never holds up acknowledgement: webhooks are
+/// answered once stored, and this service catches up behind them.
+public final class ApplierService: Service, Sendable {
+    private let applier: InboxApplier
+    private let inbox: InboxStore
+    private let metrics: BillingMetrics
+    private let logger: Logger
+    private let wakeups: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    public init(applier: InboxApplier, inbox: InboxStore, metrics: BillingMetrics, logger: Logger) {
+        self.applier = applier
+        self.inbox = inbox
+        self.metrics = metrics
+        self.logger = logger
+        (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks for a drain soon; cheap, callable from any task (the group committer calls it).
+    public func wake() {
+        continuation.yield()
+    }
+
+    public func run() async throws {
+        let continuation = self.continuation
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        continuation.yield()
+                    }
+                }
+                continuation.yield()
+                for await _ in wakeups {
+                    await drainOnce()
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            // The pass in progress finishes; no new one starts.
+            continuation.finish()
+        }
+    }
+
+    private func drainOnce() async {
+        let started = ContinuousClock.now
+        do {
+            let pass = try await applier.drain()
+            if pass.processed > 0 {
+                metrics.time("billingd_apply_batch_seconds", ContinuousClock.now - started)
+                metrics.count("billingd_events_applied_total", by: pass.applied, dimensions: [("effect", "applied")])
+                metrics.count("billingd_events_applied_total", by: pass.stale, dimensions: [("effect", "stale")])
+                metrics.count("billingd_events_applied_total", by: pass.ignored, dimensions: [("effect", "ignored")])
+                metrics.count("billingd_events_failed_total", by: pass.failed + pass.dead)
+                for (version, count) in pass.apiVersions {
+                    metrics.count("billingd_events_other_api_version_total", by: count, dimensions: [("api_version", version)])
+                }
+                if pass.failed + pass.dead > 0 {
+                    logger.warning(
+                        "events failed to apply",
+                        metadata: ["failed": "\(pass.failed)", "dead": "\(pass.dead)", "hint": "billingd events --status failed"])
+                }
+                logger.debug("applied events", metadata: ["processed": "\(pass.processed)", "stale": "\(pass.stale)"])
+            }
+            try await recordDepth()
+        } catch {
+            logger.error("applier pass failed; retrying shortly", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func recordDepth() async throws {
+        let depth = try await inbox.depth()
+        for (status, count) in depth.counts {
+            metrics.gauge("billingd_inbox_events", Double(count), dimensions: [("status", status.rawValue)])
+        }
+        let age = depth.oldestPendingReceivedAt.map { max(0, Date().timeIntervalSince1970 - Double($0) / 1000) } ?? 0
+        metrics.gauge("billingd_inbox_oldest_pending_age_seconds", age)
+    }
+}

@@ -1,0 +1,206 @@
+import BillingCore
+import Foundation
+import GRDB
+
+/// Drains the inbox into the ledger in commit order: each due event is decoded, routed, and
+/// applied under the version guard; its inbox row records the outcome. A failing event is
+/// retried with exponential backoff and ends `dead` after a bounded number of tries, without
+/// holding back the events behind it.
+public struct InboxApplier: Sendable {
+    public struct Configuration: Sendable {
+        /// Tries before an event is `dead`.
+        public var maximumAttempts: Int = 8
+        /// Delay before the first retry; doubles on each further try.
+        public var firstRetryDelay: Duration = .seconds(5)
+        /// Longest delay between tries.
+        public var maximumRetryDelay: Duration = .seconds(3600)
+        /// Events per transaction.
+        public var batchSize: Int = 256
+        /// The Stripe API version billingd is configured for; events of another are counted.
+        public var apiVersion: String = StripeAPIVersion.pinned
+
+        public init(
+            maximumAttempts: Int = 8, firstRetryDelay: Duration = .seconds(5), maximumRetryDelay: Duration = .seconds(3600),
+            batchSize: Int = 256, apiVersion: String = StripeAPIVersion.pinned
+        ) {
+            self.maximumAttempts = maximumAttempts
+            self.firstRetryDelay = firstRetryDelay
+            self.maximumRetryDelay = maximumRetryDelay
+            self.batchSize = batchSize
+            self.apiVersion = apiVersion
+        }
+    }
+
+    /// What one pass did.
+    public struct Pass: Sendable, Equatable {
+        public var processed = 0
+        public var applied = 0
+        public var stale = 0
+        public var ignored = 0
+        public var failed = 0
+        public var dead = 0
+        public var otherAPIVersion = 0
+        /// `otherAPIVersion` broken down by version.
+        public var apiVersions: [String: Int] = [:]
+
+        public init() {}
+
+        mutating func add(_ other: Pass) {
+            processed += other.processed
+            applied += other.applied
+            stale += other.stale
+            ignored += other.ignored
+            failed += other.failed
+            dead += other.dead
+            otherAPIVersion += other.otherAPIVersion
+            apiVersions.merge(other.apiVersions, uniquingKeysWith: +)
+        }
+    }
+
+    let database: LedgerDatabase
+    public let configuration: Configuration
+
+    public init(database: LedgerDatabase, configuration: Configuration = .init()) {
+        self.database = database
+        self.configuration = configuration
+    }
+
+    private struct DueEvent: Sendable {
+        let seq: Int64
+        let eventID: String
+        let account: String
+        let livemode: Bool
+        let type: String
+        let created: Int64
+        let apiVersion: String?
+        let attempts: Int
+        let body: [UInt8]
+    }
+
+    /// The outcome of decoding one event, computed outside the write transaction.
+    private enum Decoded: Sendable {
+        case snapshot(LedgerSnapshot)
+        case recordOnly
+        case ignored
+        case failure(String)
+    }
+
+    /// Applies every due event, batch after batch, until none is left. `now` is Unix ms.
+    @discardableResult
+    public func drain(now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) async throws -> Pass {
+        var total = Pass()
+        while true {
+            let pass = try await applyBatch(now: now())
+            total.add(pass)
+            if pass.processed < configuration.batchSize { return total }
+        }
+    }
+
+    /// Applies up to one batch of due events; `now` is Unix ms.
+    public func applyBatch(now: Int64) async throws -> Pass {
+        let limit = configuration.batchSize
+        let due = try await database.writer.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT seq, eventID, account, livemode, type, created, apiVersion, attempts, body FROM inboxEvent
+                    WHERE status IN ('pending', 'failed') AND (nextAttemptAt IS NULL OR nextAttemptAt <= ?)
+                    ORDER BY seq LIMIT ?
+                    """,
+                arguments: [now, limit]
+            ).map { row in
+                DueEvent(
+                    seq: row["seq"], eventID: row["eventID"], account: row["account"], livemode: row["livemode"],
+                    type: row["type"], created: row["created"], apiVersion: row["apiVersion"], attempts: row["attempts"],
+                    body: Array(row["body"] as Data))
+            }
+        }
+        if due.isEmpty { return Pass() }
+        let decoded = due.map(Self.decode)
+        return try await database.writer.write { db in
+            try apply(due: due, decoded: decoded, now: now, db: db)
+        }
+    }
+
+    private static func decode(_ event: DueEvent) -> Decoded {
+        let route = EventRoute(eventType: event.type)
+        let kind: LedgerObjectKind
+        let deletion: Bool
+        switch route {
+        case .ignored: return .ignored
+        case .recordOnly: return .recordOnly
+        case .snapshot(let routed): (kind, deletion) = (routed, false)
+        case .deletion(let routed): (kind, deletion) = (routed, true)
+        }
+        guard let object = RawObjectLocator.object(in: event.body) else {
+            return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
+        }
+        do {
+            return .snapshot(
+                try LedgerSnapshot.decode(
+                    kind: kind, deletion: deletion, eventType: event.type, eventID: event.eventID,
+                    eventCreated: event.created, objectJSON: object))
+        } catch {
+            return .failure(error.description)
+        }
+    }
+
+    private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, db: Database) throws -> Pass {
+        var pass = Pass()
+        let finish = try db.cachedStatement(
+            sql: "UPDATE inboxEvent SET status = ?, effect = ?, processedAt = ?, attempts = attempts + 1, lastError = NULL, nextAttemptAt = NULL WHERE seq = ?")
+        let fail = try db.cachedStatement(
+            sql: "UPDATE inboxEvent SET status = ?, attempts = ?, lastError = ?, nextAttemptAt = ?, processedAt = ? WHERE seq = ?")
+        for (event, outcome) in zip(due, decoded) {
+            pass.processed += 1
+            if let version = event.apiVersion, version != configuration.apiVersion {
+                pass.otherAPIVersion += 1
+                pass.apiVersions[version, default: 0] += 1
+            }
+            var failure: String?
+            switch outcome {
+            case .ignored:
+                try finish.execute(arguments: [InboxStatus.ignored.rawValue, nil, now, event.seq])
+                pass.ignored += 1
+            case .recordOnly:
+                try finish.execute(arguments: [InboxStatus.applied.rawValue, ApplyEffect.recorded.rawValue, now, event.seq])
+                pass.applied += 1
+            case .snapshot(let snapshot):
+                do {
+                    var effect = ApplyEffect.unchanged
+                    try db.inSavepoint {
+                        effect = try LedgerWriter.apply(snapshot, account: event.account, livemode: event.livemode, db: db)
+                        try LedgerWriter.linkCheckoutUser(snapshot, account: event.account, livemode: event.livemode, db: db)
+                        return .commit
+                    }
+                    try finish.execute(arguments: [InboxStatus.applied.rawValue, effect.rawValue, now, event.seq])
+                    if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }
+                } catch {
+                    failure = "ledger write failed: \(error)"
+                }
+            case .failure(let reason):
+                failure = reason
+            }
+            if let failure {
+                let attempts = event.attempts + 1
+                let isDead = attempts >= configuration.maximumAttempts
+                let retryAt: Int64? = isDead ? nil : now + retryDelayMilliseconds(afterAttempt: attempts)
+                try fail.execute(arguments: [
+                    (isDead ? InboxStatus.dead : InboxStatus.failed).rawValue, attempts, String(failure.prefix(1000)), retryAt, now,
+                    event.seq,
+                ])
+                if isDead { pass.dead += 1 } else { pass.failed += 1 }
+            }
+        }
+        return pass
+    }
+
+    /// Exponential backoff with ±20 % jitter, capped.
+    func retryDelayMilliseconds(afterAttempt attempt: Int) -> Int64 {
+        let first = Double(configuration.firstRetryDelay.components.seconds) * 1000
+            + Double(configuration.firstRetryDelay.components.attoseconds) / 1e15
+        let cap = Double(configuration.maximumRetryDelay.components.seconds) * 1000
+        let base = min(cap, first * pow(2, Double(max(0, attempt - 1))))
+        return Int64(base * Double.random(in: 0.8...1.2))
+    }
+}

@@ -1,0 +1,136 @@
+import BillingCore
+import Foundation
+import GRDB
+
+/// Operator actions on the inbox and the ledger: replay, retry, inspect.
+public struct LedgerMaintenance: Sendable {
+    let database: LedgerDatabase
+
+    public init(database: LedgerDatabase) {
+        self.database = database
+    }
+
+    /// Empties the ledger tables and applies every stored event again, in commit order. Since
+    /// the version rule does not depend on order, the result equals the live ledger.
+    @discardableResult
+    public func replay(applier: InboxApplier, progress: @Sendable (Int) -> Void = { _ in }) async throws -> InboxApplier.Pass {
+        try await database.writer.write { db in
+            for table in LedgerMigrations.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
+            try db.execute(sql: """
+                UPDATE inboxEvent SET status = 'pending', attempts = 0, nextAttemptAt = NULL, lastError = NULL,
+                    effect = NULL, processedAt = NULL
+                """)
+        }
+        var total = InboxApplier.Pass()
+        while true {
+            let pass = try await applier.applyBatch(now: Int64(Date().timeIntervalSince1970 * 1000))
+            total.add(pass)
+            progress(total.processed)
+            if pass.processed < applier.configuration.batchSize { return total }
+        }
+    }
+
+    /// Re-queues one failed or dead event; returns whether it was found in such a state.
+    public func retry(eventID: String) async throws -> Bool {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: "UPDATE inboxEvent SET status = 'pending', attempts = 0, nextAttemptAt = NULL WHERE eventID = ? AND status IN ('failed', 'dead')",
+                arguments: [eventID])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Re-queues every failed and dead event; returns how many.
+    public func retryAllFailed() async throws -> Int {
+        try await database.writer.write { db in
+            try db.execute(sql: "UPDATE inboxEvent SET status = 'pending', attempts = 0, nextAttemptAt = NULL WHERE status IN ('failed', 'dead')")
+            return db.changesCount
+        }
+    }
+
+    /// The ledger's view of one object, found by id in any table, with its children, its
+    /// raw JSON and the events that shaped it. Nil when the ledger has no such object.
+    public func inspect(id: String) async throws -> [String: any Sendable]? {
+        try await database.writer.read { db in
+            for kind in LedgerObjectKind.allCases {
+                let table = LedgerWriter.table(kind)
+                let rows = try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE id = ?", arguments: [id])
+                guard !rows.isEmpty else { continue }
+                var views: [[String: any Sendable]] = []
+                for row in rows {
+                    var view = Self.dictionary(row, skipping: ["raw"])
+                    view["kind"] = kind.rawValue
+                    if let raw = row["raw"] as Data?, let object = try? JSONSerialization.jsonObject(with: raw) {
+                        view["raw"] = LedgerJSON(object)
+                    }
+                    let key: StatementArguments = [row["account"] as String, row["livemode"] as Bool, id]
+                    switch kind {
+                    case .subscription:
+                        view["items"] = try Row.fetchAll(
+                            db, sql: "SELECT * FROM subscriptionItem WHERE account = ? AND livemode = ? AND subscription = ? ORDER BY id",
+                            arguments: key
+                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "subscription"]) }
+                    case .invoice:
+                        view["lines"] = try Row.fetchAll(
+                            db, sql: "SELECT * FROM invoiceLine WHERE account = ? AND livemode = ? AND invoice = ? ORDER BY position",
+                            arguments: key
+                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "invoice"]) }
+                    case .entitlementSummary:
+                        view["entitlements"] = try Row.fetchAll(
+                            db, sql: "SELECT * FROM activeEntitlement WHERE account = ? AND livemode = ? AND customer = ? ORDER BY lookupKey",
+                            arguments: key
+                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "customer"]) }
+                    default:
+                        break
+                    }
+                    views.append(view)
+                }
+                let events = try Row.fetchAll(
+                    db,
+                    sql: "SELECT eventID, type, created, status, effect FROM inboxEvent WHERE objectID = ? ORDER BY seq",
+                    arguments: [id]
+                ).map { Self.dictionary($0, skipping: []) }
+                return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
+            }
+            return nil
+        }
+    }
+
+    /// Every ledger row of every table, ordered, as text: two ledgers with the same dump hold
+    /// the same state. Used by tests and by `replay --verify`.
+    public func dump() async throws -> String {
+        try await database.writer.read { db in
+            var lines: [String] = []
+            for table in LedgerMigrations.ledgerTables {
+                let columns = try db.columns(in: table).map(\.name)
+                let order = columns.prefix(4).joined(separator: ", ")
+                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY \(order)") {
+                    lines.append(table + " " + columns.map { "\($0)=\(row[$0] as DatabaseValue)" }.joined(separator: " "))
+                }
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    static func dictionary(_ row: Row, skipping: Set<String>) -> [String: any Sendable] {
+        var result: [String: any Sendable] = [:]
+        for (column, value) in row where !skipping.contains(column) {
+            switch value.storage {
+            case .null: result[column] = LedgerJSON(NSNull())
+            case .int64(let number): result[column] = number
+            case .double(let number): result[column] = number
+            case .string(let text): result[column] = text
+            case .blob(let data): result[column] = data.base64EncodedString()
+            }
+        }
+        return result
+    }
+}
+
+/// A JSON value from JSONSerialization, carried across concurrency domains for rendering.
+public struct LedgerJSON: @unchecked Sendable {
+    // Safe: built once from freshly parsed JSON (NSNull, NSNumber, String, arrays and
+    // dictionaries of them), never mutated, only read when rendering.
+    public let value: Any
+    init(_ value: Any) { self.value = value }
+}

@@ -1,0 +1,291 @@
+import BillingCore
+import BillingStore
+import Foundation
+import GRDB
+import Testing
+
+/// A seeded generator, so every random order can be reproduced from its seed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Realistic lifecycles of several customers, as the events Stripe would send, in the order
+/// Stripe created them. Many events share a second, as they do in Stripe.
+enum Lifecycle {
+    static let day: Int64 = 86_400
+
+    static func events(customers: Int = 3) -> [[UInt8]] {
+        var events: [(created: Int64, body: [UInt8])] = []
+        for index in 0..<customers {
+            events += customerLifecycle(index)
+        }
+        // Stripe's order: by creation time; the generator's order breaks ties.
+        return events.enumerated().sorted { ($0.element.created, $0.offset) < ($1.element.created, $1.offset) }.map(\.element.body)
+    }
+
+    static func customerLifecycle(_ n: Int) -> [(created: Int64, body: [UInt8])] {
+        let t0: Int64 = 1_780_000_000 + Int64(n) * 7
+        let customerID = "cus_L\(n)", subscriptionID = "sub_L\(n)", methodID = "pm_L\(n)", sessionID = "cs_test_L\(n)"
+        var out: [(Int64, [UInt8])] = []
+        var sequence = 0
+        func emit(_ type: String, _ created: Int64, _ object: [String: Any]) {
+            sequence += 1
+            out.append((created, EventFactory.event(id: "evt_L\(n)_\(sequence)", type: type, created: created, object: object)))
+        }
+
+        func customer(name: String = "Customer \(n)", defaultMethod: String? = nil) -> [String: Any] {
+            var object = EventFactory.object("customer")
+            object["id"] = customerID
+            object["name"] = name
+            object["email"] = "c\(n)@example.com"
+            object["metadata"] = ["app_user_id": "user_\(n)"]
+            var settings = object["invoice_settings"] as! [String: Any]
+            settings["default_payment_method"] = defaultMethod ?? NSNull()
+            object["invoice_settings"] = settings
+            return object
+        }
+        func subscription(_ status: String, price: String = "price_1SmQ2aHd3QfR8sTaYq7Vh3Lc", cancelAtPeriodEnd: Bool = false,
+                          canceledAt: Int64? = nil, endedAt: Int64? = nil, periodStart: Int64, periodEnd: Int64) -> [String: Any] {
+            var object = EventFactory.object("subscription")
+            object["id"] = subscriptionID
+            object["customer"] = customerID
+            object["status"] = status
+            object["cancel_at_period_end"] = cancelAtPeriodEnd
+            object["canceled_at"] = canceledAt.map { $0 as Any } ?? NSNull()
+            object["ended_at"] = endedAt.map { $0 as Any } ?? NSNull()
+            var items = object["items"] as! [String: Any]
+            var item = (items["data"] as! [[String: Any]])[0]
+            item["id"] = "si_L\(n)"
+            item["subscription"] = subscriptionID
+            item["current_period_start"] = periodStart
+            item["current_period_end"] = periodEnd
+            var priceObject = item["price"] as! [String: Any]
+            if price != priceObject["id"] as! String {
+                priceObject = EventFactory.object("price_yearly")
+            }
+            item["price"] = priceObject
+            items["data"] = [item]
+            object["items"] = items
+            return object
+        }
+        func invoice(_ k: Int, _ status: String, total: Int64, created: Int64, finalizedAt: Int64? = nil, paidAt: Int64? = nil, attempts: Int = 0) -> [String: Any] {
+            var object = EventFactory.object("invoice")
+            object["id"] = "in_L\(n)_\(k)"
+            object["customer"] = customerID
+            object["status"] = status
+            object["created"] = created
+            object["attempt_count"] = attempts
+            object["amount_paid"] = status == "paid" ? total : 0
+            object["amount_remaining"] = status == "paid" ? 0 : total
+            object["status_transitions"] = [
+                "finalized_at": finalizedAt.map { $0 as Any } ?? NSNull(), "paid_at": paidAt.map { $0 as Any } ?? NSNull(),
+                "voided_at": NSNull(), "marked_uncollectible_at": NSNull(),
+            ] as [String: Any]
+            var parent = object["parent"] as! [String: Any]
+            var details = parent["subscription_details"] as! [String: Any]
+            details["subscription"] = subscriptionID
+            parent["subscription_details"] = details
+            object["parent"] = parent
+            return object
+        }
+        func paymentMethod(attached: Bool, expYear: Int = 2030) -> [String: Any] {
+            var object = EventFactory.object("payment_method")
+            object["id"] = methodID
+            object["customer"] = attached ? customerID : NSNull()
+            var card = object["card"] as! [String: Any]
+            card["exp_year"] = expYear
+            object["card"] = card
+            return object
+        }
+        func entitlements(_ keys: [String]) -> [String: Any] {
+            var object = EventFactory.object("active_entitlement_summary")
+            object["customer"] = customerID
+            var list = object["entitlements"] as! [String: Any]
+            list["data"] = keys.map { key in
+                ["id": "ent_L\(n)_\(key)", "object": "entitlements.active_entitlement", "feature": "feat_\(key)", "livemode": false, "lookup_key": key] as [String: Any]
+            }
+            object["entitlements"] = list
+            return object
+        }
+        func session() -> [String: Any] {
+            var object = EventFactory.object("checkout_session")
+            object["id"] = sessionID
+            object["customer"] = customerID
+            object["client_reference_id"] = "user_\(n)"
+            object["subscription"] = subscriptionID
+            return object
+        }
+
+        let signup = t0 + 60, trialEnd = signup + 14 * day
+        emit("customer.created", t0, customer())
+        // Checkout completes: a burst of events in one second.
+        emit("checkout.session.completed", signup, session())
+        emit("payment_method.attached", signup, paymentMethod(attached: true))
+        emit("customer.updated", signup, customer(defaultMethod: methodID))
+        emit("customer.subscription.created", signup, subscription("incomplete", periodStart: signup, periodEnd: trialEnd))
+        emit("customer.subscription.updated", signup, subscription("trialing", periodStart: signup, periodEnd: trialEnd))
+        emit("invoice.created", signup, invoice(1, "draft", total: 0, created: signup))
+        emit("invoice.finalized", signup, invoice(1, "open", total: 0, created: signup, finalizedAt: signup))
+        emit("invoice.paid", signup, invoice(1, "paid", total: 0, created: signup, finalizedAt: signup, paidAt: signup))
+        emit("entitlements.active_entitlement_summary.updated", signup + 1, entitlements(["projects_unlimited", "storage_100gb"]))
+        // Trial ends; the first charge fails, the retry succeeds three days later.
+        let periodEnd1 = trialEnd + 30 * day
+        emit("customer.subscription.updated", trialEnd, subscription("active", periodStart: trialEnd, periodEnd: periodEnd1))
+        emit("invoice.created", trialEnd, invoice(2, "draft", total: 1944, created: trialEnd))
+        emit("invoice.finalized", trialEnd + 3600, invoice(2, "open", total: 1944, created: trialEnd, finalizedAt: trialEnd + 3600))
+        emit("invoice.payment_failed", trialEnd + 3605, invoice(2, "open", total: 1944, created: trialEnd, finalizedAt: trialEnd + 3600, attempts: 1))
+        emit("customer.subscription.updated", trialEnd + 3605, subscription("past_due", periodStart: trialEnd, periodEnd: periodEnd1))
+        let retry = trialEnd + 3 * day
+        emit("payment_method.updated", retry - 60, paymentMethod(attached: true, expYear: 2031))
+        emit("invoice.paid", retry, invoice(2, "paid", total: 1944, created: trialEnd, finalizedAt: trialEnd + 3600, paidAt: retry, attempts: 2))
+        emit("invoice.payment_succeeded", retry, invoice(2, "paid", total: 1944, created: trialEnd, finalizedAt: trialEnd + 3600, paidAt: retry, attempts: 2))
+        emit("customer.subscription.updated", retry, subscription("active", periodStart: trialEnd, periodEnd: periodEnd1))
+        // Plan change to yearly, then cancel at period end, then the end.
+        let change = trialEnd + 10 * day, yearEnd = change + 365 * day
+        emit("customer.subscription.updated", change, subscription("active", price: "price_1SmQ2bHd3QfR8sTaR5zW8nJd", periodStart: change, periodEnd: yearEnd))
+        emit("invoice.created", change, invoice(3, "draft", total: 19_900, created: change))
+        emit("invoice.finalized", change, invoice(3, "open", total: 19_900, created: change, finalizedAt: change))
+        emit("invoice.paid", change, invoice(3, "paid", total: 19_900, created: change, finalizedAt: change, paidAt: change))
+        let cancel = change + 20 * day
+        emit("customer.subscription.updated", cancel, subscription("active", price: "price_1SmQ2bHd3QfR8sTaR5zW8nJd", cancelAtPeriodEnd: true, canceledAt: cancel, periodStart: change, periodEnd: yearEnd))
+        emit("customer.subscription.deleted", yearEnd, subscription("canceled", price: "price_1SmQ2bHd3QfR8sTaR5zW8nJd", cancelAtPeriodEnd: true, canceledAt: cancel, endedAt: yearEnd, periodStart: change, periodEnd: yearEnd))
+        emit("entitlements.active_entitlement_summary.updated", yearEnd, entitlements([]))
+        emit("payment_method.detached", yearEnd + 10, paymentMethod(attached: false, expYear: 2031))
+        // Two profile edits in one second: ambiguous, so the customer is marked for re-fetch.
+        emit("customer.updated", yearEnd + 100, customer(name: "Renamed A \(n)", defaultMethod: nil))
+        emit("customer.updated", yearEnd + 100, customer(name: "Renamed B \(n)", defaultMethod: nil))
+        if n == 2 {
+            emit("customer.deleted", yearEnd + 200, customer(name: "Renamed B \(n)"))
+        }
+        return out
+    }
+}
+
+@Suite("Ordering: any delivery order gives the in-order ledger")
+struct LedgerOrderingTests {
+    static let inOrder = Lifecycle.events()
+
+    /// The ledger that in-order, duplicate-free delivery gives.
+    static func referenceDump() async throws -> (String, TestLedger) {
+        let ledger = try TestLedger()
+        try await ledger.deliver(inOrder)
+        return (try await ledger.dump(), ledger)
+    }
+
+    @Test("In-order delivery ends in the true final state")
+    func inOrderIsTrue() async throws {
+        let (_, ledger) = try await Self.referenceDump()
+        for n in 0..<3 {
+            let subscription = try #require(try await ledger.row("subscription", id: "sub_L\(n)"))
+            #expect(subscription["status"] as String == "canceled")
+            #expect(subscription["cancelAtPeriodEnd"] as Bool == true)
+            let items = try await ledger.rows("SELECT price FROM subscriptionItem WHERE subscription = ?", ["sub_L\(n)"])
+            #expect(items.map { $0["price"] as String? } == ["price_1SmQ2bHd3QfR8sTaR5zW8nJd"])
+            #expect(try await ledger.row("invoice", id: "in_L\(n)_2")?["status"] as String? == "paid")
+            #expect(try await ledger.row("invoice", id: "in_L\(n)_2")?["amountPaid"] as Int64? == 1944)
+            let method = try #require(try await ledger.row("paymentMethod", id: "pm_L\(n)"))
+            #expect(method["customer"] as String? == nil)
+            #expect(method["expYear"] as Int64? == 2031)
+            #expect(try await ledger.rows("SELECT * FROM activeEntitlement WHERE customer = ?", ["cus_L\(n)"]).isEmpty)
+            let customer = try #require(try await ledger.row("customer", id: "cus_L\(n)"))
+            #expect(customer["vDeleted"] as Bool == (n == 2))
+            #expect(customer["needsRefetch"] as Bool == (n != 2), "same-second edits are ambiguous")
+            #expect(try await ledger.rows("SELECT * FROM userLink WHERE appUserID = ?", ["user_\(n)"]).count == 1)
+        }
+    }
+
+    @Test("1,000 seeded random orders with random duplicates end in the in-order ledger", arguments: 0..<10)
+    func randomOrders(block: Int) async throws {
+        let (reference, _) = try await Self.referenceDump()
+        for seed in (block * 100)..<(block * 100 + 100) {
+            var random = SplitMix64(seed: UInt64(seed))
+            var deliveries: [[UInt8]] = []
+            for body in Self.inOrder {
+                deliveries.append(body)
+                if Int.random(in: 0..<10, using: &random) < 2 {
+                    for _ in 0..<Int.random(in: 1...2, using: &random) { deliveries.append(body) }
+                }
+            }
+            deliveries.shuffle(using: &random)
+            let ledger = try TestLedger()
+            // Deliveries arrive in bursts; the applier runs between them.
+            var index = 0
+            while index < deliveries.count {
+                let burst = Int.random(in: 1...12, using: &random)
+                try await ledger.deliver(Array(deliveries[index..<min(index + burst, deliveries.count)]))
+                index += burst
+            }
+            let dump = try await ledger.dump()
+            #expect(dump == reference, "seed \(seed) differs")
+            if dump != reference { return }
+        }
+    }
+
+    @Test("Replay rebuilds exactly the live ledger")
+    func replayEqualsLive() async throws {
+        var random = SplitMix64(seed: 42)
+        let ledger = try TestLedger()
+        try await ledger.deliver(Self.inOrder.shuffled(using: &random))
+        let live = try await ledger.dump()
+        let pass = try await LedgerMaintenance(database: ledger.database).replay(applier: ledger.applier)
+        #expect(pass.processed == Self.inOrder.count)
+        #expect(try await ledger.dump() == live)
+    }
+
+    @Test("A deleted object never comes back, whatever arrives after")
+    func tombstones() async throws {
+        let ledger = try TestLedger()
+        let customer = EventFactory.object("customer")
+        let id = customer["id"] as! String
+        try await ledger.deliver([EventFactory.event(id: "evt_del", type: "customer.deleted", created: 100, object: customer)])
+        var renamed = customer
+        renamed["name"] = "Back from the dead"
+        let pass = try await ledger.deliver([
+            EventFactory.event(id: "evt_old", type: "customer.updated", created: 50, object: renamed),
+            EventFactory.event(id: "evt_later", type: "customer.updated", created: 200, object: renamed),
+        ])
+        #expect(pass.stale == 2)
+        let row = try #require(try await ledger.row("customer", id: id))
+        #expect(row["vDeleted"] as Bool == true)
+        #expect(row["name"] as String? == "Ada Lovelace")
+    }
+
+    @Test("A poison event ends dead after bounded retries without blocking the events behind it")
+    func poisonEvent() async throws {
+        let ledger = try TestLedger(configuration: .init(maximumAttempts: 3, firstRetryDelay: .zero))
+        let poison = Array(#"{"id":"evt_poison","object":"event","type":"customer.subscription.updated","created":1,"livemode":false,"data":{"object":{"id":42,"status":["nonsense"]}}}"#.utf8)
+        let good = EventFactory.event(id: "evt_good", type: "customer.updated", created: 2, object: EventFactory.object("customer"))
+        let first = try await ledger.deliver([poison, good])
+        #expect(first.applied == 1)
+        #expect(first.failed == 1)
+        #expect(try await ledger.row("customer", id: "cus_TqW7mZ2xLp9Kna") != nil)
+        try await ledger.applier.drain()
+        try await ledger.applier.drain()
+        let events = try await ledger.inbox.list(.init(statuses: [.dead]))
+        #expect(events.map(\.eventID) == ["evt_poison"])
+        #expect(events.first?.attempts == 3)
+        #expect(events.first?.lastError?.contains("subscription") == true)
+        // An operator re-queues it; it fails again, but is back in the queue first.
+        #expect(try await LedgerMaintenance(database: ledger.database).retry(eventID: "evt_poison"))
+        #expect(try await ledger.inbox.list(.init(statuses: [.pending])).map(\.eventID) == ["evt_poison"])
+    }
+
+    @Test("Failed events wait for their backoff before the next try")
+    func backoff() async throws {
+        let ledger = try TestLedger(configuration: .init(maximumAttempts: 5, firstRetryDelay: .seconds(60)))
+        let poison = Array(#"{"id":"evt_p","object":"event","type":"invoice.paid","created":1,"data":{"object":{"id":"in_1","currency":7}}}"#.utf8)
+        try await ledger.deliver([poison])
+        let again = try await ledger.applier.drain()
+        #expect(again.processed == 0, "not due for about a minute")
+        let later = try await ledger.applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) + 120_000 })
+        #expect(later.processed == 1)
+    }
+}
