@@ -26,7 +26,6 @@ enum LedgerMigrations {
                     receivedAt INTEGER NOT NULL,
                     source TEXT NOT NULL,
                     secretIndex INTEGER,
-                    body BLOB NOT NULL,
                     status TEXT NOT NULL DEFAULT 'pending',
                     attempts INTEGER NOT NULL DEFAULT 0,
                     nextAttemptAt INTEGER,
@@ -37,6 +36,13 @@ enum LedgerMigrations {
                 );
                 CREATE INDEX inboxEvent_work ON inboxEvent(status, seq) WHERE status IN ('pending', 'failed', 'dead');
                 CREATE INDEX inboxEvent_object ON inboxEvent(objectID);
+
+                -- The raw bodies, apart: the applier updates each event's status, and SQLite
+                -- rewrites a whole row (overflow pages of a 5 KB body included) on update.
+                CREATE TABLE inboxBody (
+                    seq INTEGER PRIMARY KEY REFERENCES inboxEvent(seq) ON DELETE CASCADE,
+                    body BLOB NOT NULL
+                );
                 CREATE INDEX inboxEvent_type ON inboxEvent(type);
                 """)
         }

@@ -13,14 +13,15 @@ public struct InboxStore: InboxWriting {
     private static let insertSQL = """
         INSERT INTO inboxEvent
             (eventID, account, livemode, type, apiVersion, created, objectID, objectType,
-             receivedAt, source, secretIndex, body, status)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+             receivedAt, source, secretIndex, status)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
         ON CONFLICT (eventID, account, livemode) DO NOTHING
         """
 
     public func insert(_ deliveries: [InboxDelivery]) async throws -> [InboxInsertOutcome] {
         try await database.writer.write { db in
             let statement = try db.cachedStatement(sql: Self.insertSQL)
+            let insertBody = try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body) VALUES (?, ?)")
             var outcomes: [InboxInsertOutcome] = []
             outcomes.reserveCapacity(deliveries.count)
             for delivery in deliveries {
@@ -29,9 +30,14 @@ public struct InboxStore: InboxWriting {
                     envelope.id, envelope.account ?? "", envelope.livemode, envelope.type,
                     envelope.apiVersion, envelope.created, envelope.objectID, envelope.objectType,
                     delivery.receivedAt, delivery.source.rawValue, delivery.secretIndex,
-                    Data(delivery.body),
                 ])
-                outcomes.append(db.changesCount == 1 ? .stored(seq: db.lastInsertedRowID) : .duplicate)
+                if db.changesCount == 1 {
+                    let seq = db.lastInsertedRowID
+                    try insertBody.execute(arguments: [seq, Data(delivery.body)])
+                    outcomes.append(.stored(seq: seq))
+                } else {
+                    outcomes.append(.duplicate)
+                }
             }
             return outcomes
         }
@@ -91,7 +97,7 @@ public struct InboxStore: InboxWriting {
     /// The raw body of a stored event.
     public func body(eventID: String) async throws -> [UInt8]? {
         try await database.writer.read { db in
-            try Data.fetchOne(db, sql: "SELECT body FROM inboxEvent WHERE eventID = ? ORDER BY seq LIMIT 1", arguments: [eventID]).map { Array($0) }
+            try Data.fetchOne(db, sql: "SELECT b.body FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq WHERE e.eventID = ? ORDER BY e.seq LIMIT 1", arguments: [eventID]).map { Array($0) }
         }
     }
 

@@ -86,28 +86,47 @@ public struct InboxApplier: Sendable {
     }
 
     /// Applies every due event, batch after batch, until none is left. `now` is Unix ms.
+    ///
+    /// Pipelined: while one batch is written (on GRDB's writer), the next is read and decoded
+    /// on the other cores. A cursor on `seq` keeps the next read from seeing the batch in flight.
     @discardableResult
-    public func drain(now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) async throws -> Pass {
+    public func drain(
+        now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        progress: @Sendable (Pass) -> Void = { _ in }
+    ) async throws -> Pass {
         var total = Pass()
-        while true {
-            let pass = try await applyBatch(now: now())
-            total.add(pass)
-            if pass.processed < configuration.batchSize { return total }
+        var batch = try await fetchDue(now: now(), after: 0)
+        var decoded = await Self.decodeConcurrently(batch)
+        while !batch.isEmpty {
+            let (current, currentDecoded, time) = (batch, decoded, now())
+            async let written = database.writer.write { db in
+                try apply(due: current, decoded: currentDecoded, now: time, db: db)
+            }
+            if current.count == configuration.batchSize, let last = current.last {
+                batch = try await fetchDue(now: now(), after: last.seq)
+                decoded = await Self.decodeConcurrently(batch)
+            } else {
+                batch = []
+            }
+            total.add(try await written)
+            progress(total)
         }
+        return total
     }
 
-    /// Applies up to one batch of due events; `now` is Unix ms.
-    public func applyBatch(now: Int64) async throws -> Pass {
+    /// Reads up to one batch of due events after a position in the inbox.
+    private func fetchDue(now: Int64, after seq: Int64) async throws -> [DueEvent] {
         let limit = configuration.batchSize
-        let due = try await database.writer.read { db in
+        return try await database.writer.read { db in
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT seq, eventID, account, livemode, type, created, apiVersion, attempts, body FROM inboxEvent
-                    WHERE status IN ('pending', 'failed') AND (nextAttemptAt IS NULL OR nextAttemptAt <= ?)
-                    ORDER BY seq LIMIT ?
+                    SELECT e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, b.body
+                    FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
+                    WHERE e.status IN ('pending', 'failed') AND (e.nextAttemptAt IS NULL OR e.nextAttemptAt <= ?) AND e.seq > ?
+                    ORDER BY e.seq LIMIT ?
                     """,
-                arguments: [now, limit]
+                arguments: [now, seq, limit]
             ).map { row in
                 DueEvent(
                     seq: row["seq"], eventID: row["eventID"], account: row["account"], livemode: row["livemode"],
@@ -115,10 +134,21 @@ public struct InboxApplier: Sendable {
                     body: Array(row["body"] as Data))
             }
         }
-        if due.isEmpty { return Pass() }
-        let decoded = due.map(Self.decode)
-        return try await database.writer.write { db in
-            try apply(due: due, decoded: decoded, now: now, db: db)
+    }
+
+    /// Decodes a batch on as many cores as there are, keeping its order.
+    private static func decodeConcurrently(_ events: [DueEvent]) async -> [Decoded] {
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, events.count / 64))
+        if parts <= 1 { return events.map(decode) }
+        let size = (events.count + parts - 1) / parts
+        return await withTaskGroup(of: (Int, [Decoded]).self) { group in
+            for part in 0..<parts {
+                let slice = events[min(part * size, events.count)..<min((part + 1) * size, events.count)]
+                group.addTask { (part, slice.map(decode)) }
+            }
+            var results = Array(repeating: [Decoded](), count: parts)
+            for await (part, decoded) in group { results[part] = decoded }
+            return results.flatMap { $0 }
         }
     }
 

@@ -21,13 +21,7 @@ public struct LedgerMaintenance: Sendable {
                     effect = NULL, processedAt = NULL
                 """)
         }
-        var total = InboxApplier.Pass()
-        while true {
-            let pass = try await applier.applyBatch(now: Int64(Date().timeIntervalSince1970 * 1000))
-            total.add(pass)
-            progress(total.processed)
-            if pass.processed < applier.configuration.batchSize { return total }
-        }
+        return try await applier.drain(progress: { progress($0.processed) })
     }
 
     /// Re-queues one failed or dead event; returns whether it was found in such a state.
