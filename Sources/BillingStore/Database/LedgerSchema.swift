@@ -17,7 +17,9 @@ extension LedgerMigrations {
     /// The ledger tables. Typed columns for what the service API, reconcile and finance read;
     /// `raw` keeps the latest object JSON exactly as Stripe sent it (none for payment methods:
     /// of a card only brand, last 4, expiry and fingerprint are kept). Money is INTEGER minor
-    /// units beside its currency.
+    /// units beside its currency. Tables with `raw` are rowid tables (the primary key becomes a
+    /// unique index): in a WITHOUT ROWID table every key seek and scan would walk the 5 KB
+    /// records themselves; only the small child tables are WITHOUT ROWID.
     static func registerLedgerMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v2-ledger") { db in
             try db.execute(sql: """
@@ -28,7 +30,7 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
                 CREATE INDEX customer_appUser ON customer(appUserID) WHERE appUserID IS NOT NULL;
 
                 CREATE TABLE subscription (
@@ -41,7 +43,7 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
                 CREATE INDEX subscription_customer ON subscription(account, livemode, customer);
 
                 CREATE TABLE subscriptionItem (
@@ -63,7 +65,7 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
                 CREATE INDEX invoice_customer ON invoice(account, livemode, customer, created);
                 CREATE INDEX invoice_created ON invoice(created, id);
 
@@ -91,7 +93,7 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
 
                 CREATE TABLE product (
                     account TEXT NOT NULL, livemode BOOLEAN NOT NULL, id TEXT NOT NULL,
@@ -99,7 +101,7 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
 
                 CREATE TABLE checkoutSession (
                     account TEXT NOT NULL, livemode BOOLEAN NOT NULL, id TEXT NOT NULL,
@@ -109,14 +111,14 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
 
                 CREATE TABLE entitlementSummary (
                     account TEXT NOT NULL, livemode BOOLEAN NOT NULL, id TEXT NOT NULL,
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
 
                 CREATE TABLE activeEntitlement (
                     account TEXT NOT NULL, livemode BOOLEAN NOT NULL, customer TEXT NOT NULL, lookupKey TEXT NOT NULL,
@@ -131,7 +133,7 @@ extension LedgerMigrations {
                     raw BLOB NOT NULL,
                     \(versionColumns),
                     PRIMARY KEY (account, livemode, id)
-                ) WITHOUT ROWID;
+                );
 
                 -- App users tied to Stripe customers, from customer.metadata.app_user_id and from
                 -- checkout.session.client_reference_id. Links are only ever added.

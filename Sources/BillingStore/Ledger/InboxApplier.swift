@@ -99,9 +99,7 @@ public struct InboxApplier: Sendable {
         var decoded = await Self.decodeConcurrently(batch)
         while !batch.isEmpty {
             let (current, currentDecoded, time) = (batch, decoded, now())
-            async let written = database.writer.write { db in
-                try apply(due: current, decoded: currentDecoded, now: time, db: db)
-            }
+            async let written = write(current, decoded: currentDecoded, now: time)
             if current.count == configuration.batchSize, let last = current.last {
                 batch = try await fetchDue(now: now(), after: last.seq)
                 decoded = await Self.decodeConcurrently(batch)
@@ -112,6 +110,17 @@ public struct InboxApplier: Sendable {
             progress(total)
         }
         return total
+    }
+
+    /// Writes one batch in one transaction. Savepoints per event cost two statements each, so
+    /// the batch is first written without them; only if a ledger write fails is it rolled back
+    /// and written again with each event in its own savepoint, so one bad event fails alone.
+    private func write(_ due: [DueEvent], decoded: [Decoded], now: Int64) async throws -> Pass {
+        do {
+            return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: false, db: db) }
+        } catch {
+            return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: true, db: db) }
+        }
     }
 
     /// Reads up to one batch of due events after a position in the inbox.
@@ -175,7 +184,7 @@ public struct InboxApplier: Sendable {
         }
     }
 
-    private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, db: Database) throws -> Pass {
+    private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, isolated: Bool, db: Database) throws -> Pass {
         var pass = Pass()
         let finish = try db.cachedStatement(
             sql: "UPDATE inboxEvent SET status = ?, effect = ?, processedAt = ?, attempts = attempts + 1, lastError = NULL, nextAttemptAt = NULL WHERE seq = ?")
@@ -198,14 +207,24 @@ public struct InboxApplier: Sendable {
             case .snapshot(let snapshot):
                 do {
                     var effect = ApplyEffect.unchanged
-                    try db.inSavepoint {
+                    func applySnapshot() throws {
                         effect = try LedgerWriter.apply(snapshot, account: event.account, livemode: event.livemode, db: db)
                         try LedgerWriter.linkCheckoutUser(snapshot, account: event.account, livemode: event.livemode, db: db)
-                        return .commit
+                    }
+                    if isolated {
+                        try db.inSavepoint {
+                            try applySnapshot()
+                            return .commit
+                        }
+                    } else {
+                        try applySnapshot()
                     }
                     try finish.execute(arguments: [InboxStatus.applied.rawValue, effect.rawValue, now, event.seq])
                     if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }
                 } catch {
+                    // Without savepoints the transaction cannot continue: let the caller retry
+                    // the batch with each event isolated.
+                    guard isolated else { throw error }
                     failure = "ledger write failed: \(error)"
                 }
             case .failure(let reason):
