@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/yaslab/CSV.swift.git", from: "2.5.2"),
     ],
     targets: [
         // Pure logic: signatures, event decoding, ledger rules, money. No I/O.
@@ -86,7 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BillingStoreTests",
-            dependencies: ["BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CSV", package: "CSV.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -16,11 +16,15 @@ public struct BillingServerDependencies: Sendable {
     /// Adds `POST /bench/noop`, the HTTP ceiling the ingest benchmark compares against.
     public var benchmarkRoutes: Bool
     public var now: @Sendable () -> Date
+    /// When set, `GET /metrics` answers only with this bearer token.
+    public var metricsToken: String?
+    /// Bearer tokens of the service API under `/v1/`; the API is off when empty.
+    public var apiTokens: [String]
 
     public init(
         database: LedgerDatabase, verifier: SignatureVerifier, committer: GroupCommitter,
         metrics: BillingMetrics, webhook: WebhookController.Configuration = .init(),
-        benchmarkRoutes: Bool = false, now: @escaping @Sendable () -> Date = Date.init
+        benchmarkRoutes: Bool = false, now: @escaping @Sendable () -> Date = Date.init, apiTokens: [String] = []
     ) {
         self.database = database
         self.verifier = verifier
@@ -29,6 +33,8 @@ public struct BillingServerDependencies: Sendable {
         self.webhook = webhook
         self.benchmarkRoutes = benchmarkRoutes
         self.now = now
+        self.metricsToken = nil
+        self.apiTokens = apiTokens
     }
 }
 
@@ -37,15 +43,28 @@ public enum BillingApplication {
     /// The router with every route billingd serves.
     public static func router(_ dependencies: BillingServerDependencies) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestMetricsMiddleware(metrics: dependencies.metrics))
         router.add(middleware: JSONErrorMiddleware())
         WebhookController(
             verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
             configuration: dependencies.webhook, now: dependencies.now
         ).addRoutes(to: router)
         HealthController(database: dependencies.database).addRoutes(to: router)
+        ServiceAPI(database: dependencies.database, tokens: dependencies.apiTokens).addRoutes(to: router)
         let metrics = dependencies.metrics
-        router.get("/metrics") { _, _ in
-            Response(
+        let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }
+        router.get("/metrics") { request, _ in
+            if let metricsToken {
+                // BILLINGD_METRICS_TOKEN restricts the scrape to Prometheus's bearer token.
+                guard let presented = BearerTokenMiddleware<BasicRequestContext>.bearerToken(request.headers[.authorization]),
+                    BearerTokenMiddleware<BasicRequestContext>.constantTimeEquals(presented, metricsToken)
+                else {
+                    throw APIError(
+                        .unauthorized, code: "unauthorized",
+                        message: "GET /metrics needs `Authorization: Bearer TOKEN` with BILLINGD_METRICS_TOKEN.")
+                }
+            }
+            return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))

@@ -14,7 +14,7 @@ public struct Billingd: AsyncParsableCommand {
             \(Settings.helpTable)
             """,
         version: BillingdVersion.current,
-        subcommands: [Serve.self, Trigger.self, Events.self, Replay.self, Inspect.self]
+        subcommands: [Serve.self, Trigger.self, Events.self, Replay.self, Inspect.self, Backup.self, Export.self]
     )
 
     public init() {}

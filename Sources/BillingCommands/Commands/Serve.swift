@@ -47,10 +47,11 @@ struct Serve: AsyncParsableCommand {
             applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
             inbox: inbox, metrics: metrics, logger: logger)
         let committer = GroupCommitter(inbox: inbox) { _ in applier.wake() }
-        let dependencies = BillingServerDependencies(
+        var dependencies = BillingServerDependencies(
             database: database,
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
-            committer: committer, metrics: metrics, benchmarkRoutes: benchmarkRoutes)
+            committer: committer, metrics: metrics, benchmarkRoutes: benchmarkRoutes, apiTokens: settings.apiTokens)
+        dependencies.metricsToken = settings.metricsToken
         let application = BillingApplication.application(
             dependencies, host: settings.host, port: settings.port, logger: logger
         ) { [secrets] _ in

@@ -18,6 +18,8 @@ public struct Settings: Sendable {
     public var stripeAPIVersion: String
     public var apiTokens: [String]
     public var plansPath: String?
+    /// Bearer token that `GET /metrics` requires; open when nil.
+    public var metricsToken: String?
     public var logLevel: Logger.Level
 
     /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
@@ -32,6 +34,7 @@ public struct Settings: Sendable {
         ("STRIPE_API_VERSION", StripeAPIVersion.pinned, "pinned Stripe-Version"),
         ("BILLINGD_API_TOKENS", "API off", "service API bearer tokens"),
         ("BILLINGD_PLANS", "none", "plan catalog file"),
+        ("BILLINGD_METRICS_TOKEN", "open", "bearer token /metrics requires"),
         ("BILLINGD_LOG_LEVEL", "info", "trace … critical"),
     ]
 
@@ -72,6 +75,9 @@ public struct Settings: Sendable {
             port = 8080
         }
         webhookSecrets = list("STRIPE_WEBHOOK_SECRET")
+        for secret in webhookSecrets where secret.contains("REPLACE_ME") {
+            throw SettingsError.invalid("STRIPE_WEBHOOK_SECRET", nil, "your endpoint's signing secret; it still holds the example's placeholder")
+        }
         for secret in webhookSecrets where secret.utf8.count < 8 {
             // Never echo a secret, not even a bad one.
             throw SettingsError.invalid("STRIPE_WEBHOOK_SECRET", nil, "endpoint secrets (whsec_…) of at least 8 characters; one of them is \(secret.utf8.count) characters long")
@@ -94,10 +100,17 @@ public struct Settings: Sendable {
         }
         stripeAPIVersion = value("STRIPE_API_VERSION") ?? StripeAPIVersion.pinned
         apiTokens = list("BILLINGD_API_TOKENS")
+        for token in apiTokens where token.contains("REPLACE_ME") {
+            throw SettingsError.invalid("BILLINGD_API_TOKENS", nil, "tokens of your own; one is still the example's placeholder")
+        }
         for token in apiTokens where token.utf8.count < 16 {
             throw SettingsError.invalid("BILLINGD_API_TOKENS", nil, "tokens of at least 16 characters; one of them is \(token.utf8.count) characters long")
         }
         plansPath = value("BILLINGD_PLANS")
+        metricsToken = value("BILLINGD_METRICS_TOKEN")
+        if let token = metricsToken, token.utf8.count < 16 {
+            throw SettingsError.invalid("BILLINGD_METRICS_TOKEN", nil, "a token of at least 16 characters; the one set is \(token.utf8.count) characters long")
+        }
         if let level = value("BILLINGD_LOG_LEVEL") {
             guard let parsed = Logger.Level(rawValue: level.lowercased()) else {
                 throw SettingsError.invalid("BILLINGD_LOG_LEVEL", level, "one of trace, debug, info, notice, warning, error, critical")

@@ -101,6 +101,8 @@ public struct LedgerDatabase: Sendable {
 public enum LedgerDatabaseError: Error, CustomStringConvertible {
     case directoryMissing(String)
     case cannotOpen(path: String, reason: String)
+    case backupTargetExists(String)
+    case backupCorrupt(String)
 
     public var description: String {
         switch self {
@@ -108,6 +110,53 @@ public enum LedgerDatabaseError: Error, CustomStringConvertible {
             "The directory \(directory) does not exist: create it, or set BILLINGD_DATABASE to a file in an existing directory."
         case .cannotOpen(let path, let reason):
             "Cannot open the ledger database at \(path): \(reason). Check the path and its permissions (BILLINGD_DATABASE)."
+        case .backupTargetExists(let path):
+            "\(path) already exists: choose a new file name, or pass --force to replace it."
+        case .backupCorrupt(let report):
+            "The backup copy failed SQLite's integrity check (\(report)); nothing was written. Check the disk."
+        }
+    }
+}
+
+extension LedgerDatabase {
+    /// What a backup wrote.
+    public struct BackupResult: Sendable {
+        public let path: String
+        public let bytes: Int64
+        public let events: Int
+    }
+
+    /// Copies the live database to `path` with SQLite's online backup (consistent while
+    /// `serve` keeps writing), checks the copy's integrity, fsyncs it and only then renames it
+    /// into place, so `path` is never a partial backup.
+    public func backup(to path: String, overwrite: Bool) async throws -> BackupResult {
+        let fileManager = FileManager.default
+        if fileManager.fileExists(atPath: path), !overwrite {
+            throw LedgerDatabaseError.backupTargetExists(path)
+        }
+        let temporary = path + ".partial-\(ProcessInfo.processInfo.processIdentifier)"
+        try? fileManager.removeItem(atPath: temporary)
+        do {
+            let copy = try DatabaseQueue(path: temporary)
+            try await writer.backup(to: copy)
+            let (check, events) = try await copy.read { db in
+                (try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "",
+                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inboxEvent") ?? 0)
+            }
+            try copy.close()
+            guard check == "ok" else { throw LedgerDatabaseError.backupCorrupt(check) }
+            // The copy holds customer e-mails: readable by its owner only.
+            try fileManager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: temporary)
+            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: temporary))
+            try handle.synchronize()
+            try handle.close()
+            if fileManager.fileExists(atPath: path) { try fileManager.removeItem(atPath: path) }
+            try fileManager.moveItem(atPath: temporary, toPath: path)
+            let bytes = (try fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+            return BackupResult(path: path, bytes: bytes, events: events)
+        } catch {
+            try? fileManager.removeItem(atPath: temporary)
+            throw error
         }
     }
 }

@@ -1,0 +1,46 @@
+import ArgumentParser
+import BillingStore
+import Foundation
+
+/// `billingd backup`: a consistent copy of the live ledger.
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy the ledger database to a file, safely, while billingd runs.",
+        discussion: """
+            Uses SQLite's online backup, so the copy is consistent even while `serve` keeps writing. The copy is integrity-checked and fsynced under a temporary name and renamed into place only when complete.
+
+            Restore: stop billingd, copy the backup over BILLINGD_DATABASE (remove the -wal and -shm files beside it), start billingd. Stripe redelivers what it could not deliver meanwhile for up to three days.
+            """)
+
+    @Argument(help: ArgumentHelp("The file to write, e.g. /var/backups/billingd-2026-11-21.sqlite3.", valueName: "file"))
+    var file: String
+
+    @Flag(name: .long, help: "Replace the file if it exists.")
+    var force = false
+
+    @Flag(name: .long, help: "Print the result as JSON.")
+    var json = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let settings = try global.settings()
+        let database = try global.openDatabase(settings)
+        defer { try? database.close() }
+        let target = URL(fileURLWithPath: file).standardizedFileURL.path
+        if target == URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path {
+            throw ValidationError("The backup file is the live database itself (\(settings.databasePath)); choose another path.")
+        }
+        let result: LedgerDatabase.BackupResult
+        do {
+            result = try await database.backup(to: target, overwrite: force)
+        } catch let error as LedgerDatabaseError {
+            throw ValidationError(error.description)
+        }
+        if json {
+            print(Output.json(["path": result.path, "bytes": result.bytes, "events": result.events]))
+        } else {
+            print("Backed up \(result.events) events to \(result.path) (\(result.bytes / 1024) KiB).")
+        }
+    }
+}

@@ -1,0 +1,222 @@
+import ArgumentParser
+import BillingCore
+import BillingStore
+import Foundation
+import UnixSignals
+
+/// `billingd export`: ledger data for finance.
+struct Export: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Export ledger data for finance.",
+        subcommands: [Invoices.self])
+
+    /// `billingd export invoices`.
+    struct Invoices: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Export invoice history as CSV or JSON Lines, exact to the cent, streamed.",
+            discussion: """
+                Rows are ordered by creation time, then invoice id; the same ledger always gives byte-identical output. Amounts are given twice: as an exact decimal string in the currency's exponent (JPY 0, KWD 3, USD 2 …) and as integer minor units. The column schema is versioned (schema_version, see the README). The range is on the invoice's creation time, UTC, from inclusive and to exclusive: --from 2026-01 --to 2026-02 is January 2026.
+
+                --output is written to a temporary file beside it and renamed only when complete, so it never holds half an export. A per-currency totals summary goes to standard error (or to --summary-json FILE), to tie out against Stripe's dashboard.
+
+                Examples:
+                  billingd export invoices --from 2026-01 --to 2026-02 --output january.csv
+                  billingd export invoices --status paid --currency eur -o paid-eur.jsonl
+                  billingd export invoices --lines --user user_42 --test --output lines.csv
+                """)
+
+        @Option(help: ArgumentHelp(
+            "Only invoices created at or after this instant (UTC): 2026, 2026-01, 2026-01-31, 2026-01-31T12:00:00Z or Unix seconds.",
+            valueName: "instant"))
+        var from: String?
+
+        @Option(help: ArgumentHelp("Only invoices created before this instant (exclusive); same forms as --from.", valueName: "instant"))
+        var to: String?
+
+        @Option(help: ArgumentHelp(
+            "Only invoices in this status (repeatable, or comma-separated).", valueName: "draft|open|paid|uncollectible|void"))
+        var status: [String] = []
+
+        @Option(help: ArgumentHelp("Only invoices of this Stripe customer.", valueName: "cus_…"))
+        var customer: String?
+
+        @Option(help: ArgumentHelp(
+            "Only invoices of customers tied to this app user (customer.metadata.app_user_id or a Checkout client_reference_id).",
+            valueName: "app-user-id"))
+        var user: String?
+
+        @Option(help: ArgumentHelp("Only invoices in this currency.", valueName: "code"))
+        var currency: String?
+
+        @Option(help: ArgumentHelp("Only invoices of this connected account; \"platform\" for the platform account's own.", valueName: "acct_…"))
+        var account: String?
+
+        @Flag(exclusivity: .exclusive)
+        var mode: StripeMode = .livemode
+
+        @Option(help: ArgumentHelp("Output format; default csv, or jsonl when --output ends in .jsonl or .ndjson.", valueName: "csv|jsonl"))
+        var format: InvoiceExportRequest.Format?
+
+        @Flag(help: "One row per invoice line instead of per invoice; the invoice's columns repeat on each line.")
+        var lines = false
+
+        @Option(name: [.customShort("o"), .long], help: ArgumentHelp(
+            "Write to this file, atomically (default: standard output).", valueName: "file"))
+        var output: String?
+
+        @Option(name: .customLong("summary-json"), help: ArgumentHelp(
+            "Write the per-currency totals summary as JSON to this file instead of standard error.", valueName: "file"))
+        var summaryJSON: String?
+
+        @Flag(help: "Start the CSV with a UTF-8 byte order mark, so that Excel reads names and descriptions correctly.")
+        var bom = false
+
+        @OptionGroup var global: GlobalOptions
+
+        func validate() throws {
+            _ = try request()
+        }
+
+        /// The export request the options describe, or a message that names the bad option.
+        func request() throws -> InvoiceExportRequest {
+            func instant(_ option: String, _ text: String?) throws -> Int64? {
+                guard let text else { return nil }
+                guard let seconds = UTCTimestamp.parse(text) else {
+                    throw ValidationError(
+                        "--\(option) \"\(text)\" is not an instant: use 2026, 2026-01, 2026-01-31, 2026-01-31T12:00:00Z (UTC unless an offset is given) or Unix seconds.")
+                }
+                return seconds
+            }
+            var resolvedFormat = format ?? .csv
+            if format == nil, let output, [".jsonl", ".ndjson"].contains(where: { output.lowercased().hasSuffix($0) }) {
+                resolvedFormat = .jsonl
+            }
+            let statuses = status.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                .filter { !$0.isEmpty }
+            let request = InvoiceExportRequest(
+                format: resolvedFormat, layout: lines ? .lines : .invoices,
+                createdFrom: try instant("from", from), createdBefore: try instant("to", to),
+                statuses: statuses, customer: customer, appUser: user, currency: currency?.lowercased(),
+                livemode: mode == .livemode, account: account.map { $0 == "platform" ? "" : $0 }, byteOrderMark: bom)
+            do {
+                try request.validate()
+            } catch {
+                throw ValidationError(error.description)
+            }
+            if summaryJSON != nil, summaryJSON == output {
+                throw ValidationError("--summary-json and --output name the same file.")
+            }
+            return request
+        }
+
+        func run() async throws {
+            let request = try request()
+            for status in request.statuses where !InvoiceExportRequest.knownStatuses.contains(status) {
+                Self.standardError("warning: \"\(status)\" is not an invoice status Stripe documents (\(InvoiceExportRequest.knownStatuses.joined(separator: ", "))); exporting the invoices that have it, if any.")
+            }
+            let settings = try global.settings()
+            let database = try global.openDatabase(settings)
+            defer { try? database.close() }
+
+            // SIGINT, SIGTERM and SIGHUP stop the export cleanly: the temporary file is removed.
+            let cancellation = ExportCancellation()
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
+            let watcher = Task { () -> UnixSignal? in
+                for await signal in signals {
+                    cancellation.cancel()
+                    return signal
+                }
+                return nil
+            }
+            defer { watcher.cancel() }
+
+            var file: AtomicExportFile?
+            if let output, output != "-" {
+                do {
+                    file = try AtomicExportFile.create(path: output)
+                } catch {
+                    throw ValidationError(error.description)
+                }
+            }
+            let destination: any ExportDestination = file?.writer ?? FileDescriptorWriter.standardOutput
+            let summary: InvoiceExportSummary
+            do {
+                summary = try await InvoiceExporter(database: database).export(
+                    request, to: destination, cancellation: cancellation
+                ) { rows in
+                    Output.progress("export: \(rows) rows")
+                }
+                try file?.commit()
+                Output.endProgress()
+            } catch {
+                file?.discard()
+                Output.endProgress()
+                if case .interrupted = error as? InvoiceExportError {
+                    let signal = await watcher.value
+                    Self.standardError(InvoiceExportError.interrupted.description)
+                    throw ExitCode(128 + (signal?.rawValue ?? 2))
+                }
+                if let error = error as? InvoiceExportError { throw ValidationError(error.description) }
+                throw error
+            }
+
+            if let summaryJSON {
+                do {
+                    try AtomicExportFile.write(Array(summary.json.utf8), to: summaryJSON)
+                } catch {
+                    throw ValidationError("The export was written, but not its summary: \(error.description)")
+                }
+            } else {
+                Self.standardError(Self.describe(summary, output: file?.path ?? "standard output"))
+            }
+        }
+
+        /// The summary in words and a per-currency table, for standard error.
+        static func describe(_ summary: InvoiceExportSummary, output: String) -> String {
+            let request = summary.request
+            let mode = request.livemode ? "live mode" : "test mode"
+            if summary.invoices == 0 {
+                let hint = request.livemode ? " Test-mode invoices are exported with --test." : ""
+                return "No invoices matched (\(mode), \(request.rangeDescription)); \(output) has no rows.\(hint)"
+            }
+            let rows = request.layout == .lines ? " in \(summary.rows) line rows" : ""
+            var text = "Exported \(summary.invoices) invoice\(summary.invoices == 1 ? "" : "s")\(rows) to \(output) (\(mode), \(request.rangeDescription), schema version \(InvoiceExportSchema.version))."
+            var header = ["CURRENCY", "INVOICES"]
+            if request.layout == .lines { header += ["LINES"] }
+            header += ["SUBTOTAL", "DISCOUNT", "TAX", "TOTAL", "AMOUNT DUE", "AMOUNT PAID", "AMOUNT REMAINING"]
+            if request.layout == .lines { header += ["LINE AMOUNT"] }
+            let table = summary.currencies.map { totals in
+                var cells = [totals.currency.code, String(totals.invoices)]
+                if request.layout == .lines { cells.append(String(totals.lines)) }
+                var amounts = totals.amounts.map(\.minorUnits)
+                if request.layout == .lines { amounts.append(totals.lineAmount) }
+                cells += amounts.map { DecimalAmount.string($0, exponent: totals.currency.exponent) }
+                return cells
+            }
+            text += "\n" + Output.table(header, table)
+            if summary.invoicesNeedingRefetch > 0 {
+                text += "\nwarning: \(summary.invoicesNeedingRefetch) of these invoices are marked for re-fetch from Stripe (the ledger saw only part of them, or could not order two snapshots): reconcile them before closing the books."
+            }
+            return text
+        }
+
+        static func standardError(_ text: String) {
+            FileHandle.standardError.write(Data((text + "\n").utf8))
+        }
+    }
+}
+
+/// `--livemode` (the default) or `--test`: which of Stripe's modes to export; never both.
+enum StripeMode: String, EnumerableFlag {
+    case livemode
+    case test
+
+    static func help(for value: StripeMode) -> ArgumentHelp? {
+        switch value {
+        case .livemode: "Export live-mode invoices."
+        case .test: "Export test-mode invoices instead."
+        }
+    }
+}
+
+extension InvoiceExportRequest.Format: ExpressibleByArgument {}

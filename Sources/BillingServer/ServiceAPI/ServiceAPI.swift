@@ -1,0 +1,25 @@
+import BillingStore
+import Hummingbird
+
+/// The service API for the app's backend, under `/v1/` behind a bearer token. It is off — its
+/// routes are not registered at all — when no token is configured (`BILLINGD_API_TOKENS`).
+public struct ServiceAPI: Sendable {
+    let database: LedgerDatabase
+    let tokens: [String]
+    let export: InvoiceExportController.Configuration
+
+    public init(database: LedgerDatabase, tokens: [String], export: InvoiceExportController.Configuration = .init()) {
+        self.database = database
+        self.tokens = tokens
+        self.export = export
+    }
+
+    /// Whether the API is on: at least one token is configured.
+    public var isEnabled: Bool { !tokens.isEmpty }
+
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        guard isEnabled else { return }
+        let v1 = router.group("v1").add(middleware: BearerTokenMiddleware<Context>(tokens: tokens))
+        InvoiceExportController(database: database, configuration: export).addRoutes(to: v1)
+    }
+}

@@ -1,0 +1,74 @@
+import BillingCommands
+import Foundation
+import Testing
+
+@Suite("Settings from the environment and --config")
+struct SettingsTests {
+    func configFile(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-config-\(UUID()).env").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("Defaults match the documented contract")
+    func defaults() throws {
+        let settings = try Settings.load(environment: [:], configFile: nil)
+        #expect(settings.databasePath == "./billingd.sqlite3")
+        #expect(settings.host == "127.0.0.1")
+        #expect(settings.port == 8080)
+        #expect(settings.webhookSecrets.isEmpty)
+        #expect(settings.signatureTolerance == 300)
+        #expect(settings.apiBase == "https://api.stripe.com")
+        #expect(settings.apiTokens.isEmpty)
+    }
+
+    @Test("A config file in environment-file syntax is read, and the environment wins over it")
+    func configFileAndPrecedence() throws {
+        let path = try configFile("""
+            # billingd settings
+            export BILLINGD_PORT=9090
+            BILLINGD_HOST = "0.0.0.0"
+            STRIPE_WEBHOOK_SECRET='whsec_new_secret_1,whsec_old_secret_2'
+
+            BILLINGD_DATABASE=/var/lib/billingd/ledger.sqlite3
+            """)
+        let fromFile = try Settings.load(environment: [:], configFile: path)
+        #expect(fromFile.port == 9090)
+        #expect(fromFile.host == "0.0.0.0")
+        #expect(fromFile.webhookSecrets == ["whsec_new_secret_1", "whsec_old_secret_2"])
+        let overridden = try Settings.load(environment: ["BILLINGD_PORT": "7000"], configFile: path)
+        #expect(overridden.port == 7000)
+        #expect(overridden.databasePath == "/var/lib/billingd/ledger.sqlite3")
+    }
+
+    @Test("Malformed settings name the variable, and never echo a secret", arguments: [
+        ["BILLINGD_PORT": "eighty"], ["BILLINGD_PORT": "70000"], ["BILLINGD_SIGNATURE_TOLERANCE": "-1"],
+        ["STRIPE_API_KEY": "pk_live_publishable_key_oops"], ["STRIPE_API_BASE": "ftp://example.com"],
+        ["STRIPE_WEBHOOK_SECRET": "abc1234"], ["STRIPE_WEBHOOK_SECRET": "whsec_REPLACE_ME"], ["BILLINGD_API_TOKENS": "short"], ["BILLINGD_LOG_LEVEL": "loud"],
+    ])
+    func malformed(environment: [String: String]) throws {
+        do {
+            _ = try Settings.load(environment: environment, configFile: nil)
+            Issue.record("accepted \(environment)")
+        } catch let error as SettingsError {
+            let (name, value) = try #require(environment.first)
+            #expect(error.description.contains(name))
+            if name.contains("KEY") || name.contains("SECRET") || name.contains("TOKENS") {
+                #expect(!error.description.contains(value), "the message echoes the secret")
+            }
+        }
+    }
+
+    @Test("A config file that cannot be read or parsed is a clear error")
+    func badConfigFile() throws {
+        #expect(throws: SettingsError.self) { try Settings.load(environment: [:], configFile: "/nonexistent/billingd.env") }
+        let path = try configFile("BILLINGD_PORT 8080\n")
+        #expect(throws: SettingsError.self) { try Settings.load(environment: [:], configFile: path) }
+    }
+
+    @Test("The key prefix says test or live mode")
+    func keyMode() throws {
+        #expect(try Settings.load(environment: ["STRIPE_API_KEY": "sk_test_123"], configFile: nil).apiKeyIsLive == false)
+        #expect(try Settings.load(environment: ["STRIPE_API_KEY": "rk_live_123"], configFile: nil).apiKeyIsLive == true)
+    }
+}

@@ -1,0 +1,198 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Testing
+
+/// Runs the built `billingd` (`swift build` first; BILLINGD_BINARY overrides) the way finance's
+/// cron job does.
+struct ExportProcess {
+    static var binaryPath: String {
+        if let path = ProcessInfo.processInfo.environment["BILLINGD_BINARY"] { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/billingd").path
+    }
+
+    let process: Process
+    let standardError: URL
+
+    static func start(database: String, arguments: [String], directory: URL) throws -> ExportProcess {
+        guard FileManager.default.isExecutableFile(atPath: binaryPath) else {
+            throw ExportProcessError("billingd binary not found at \(binaryPath): run `swift build` before `swift test` (scripts/test does)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binaryPath)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["BILLINGD_DATABASE"] = database
+        environment["BILLINGD_LOG_LEVEL"] = "warning"
+        process.environment = environment
+        let standardError = directory.appendingPathComponent("stderr-\(UUID().uuidString).txt")
+        _ = FileManager.default.createFile(atPath: standardError.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: standardError)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return ExportProcess(process: process, standardError: standardError)
+    }
+
+    /// Runs to the end; the exit status and what it wrote on standard error.
+    static func run(database: String, arguments: [String], directory: URL) throws -> (status: Int32, errors: String) {
+        let running = try start(database: database, arguments: arguments, directory: directory)
+        running.process.waitUntilExit()
+        return (running.process.terminationStatus, running.errors)
+    }
+
+    var errors: String { (try? String(contentsOf: standardError, encoding: .utf8)) ?? "" }
+}
+
+struct ExportProcessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+@Suite("billingd export invoices, the command", .serialized)
+struct ExportProcessTests {
+    /// The temporary files an export in `directory` may be writing (`.NAME.billingd-….tmp`).
+    func temporaryFiles(_ directory: URL) throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.fileSizeKey], options: [])
+            .filter { $0.lastPathComponent.hasPrefix(".") && $0.lastPathComponent.contains(".billingd-") }
+    }
+
+    /// Waits until an export's temporary file holds at least `bytes`, i.e. the export is mid-write.
+    func waitForPartialWrite(in directory: URL, bytes: Int, process: Process) async throws {
+        for _ in 0..<1200 {
+            if let file = try temporaryFiles(directory).first,
+                let size = try file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes
+            {
+                return
+            }
+            guard process.isRunning else { throw ExportProcessError("the export finished before it could be interrupted") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw ExportProcessError("the export never started writing")
+    }
+
+    @Test("--output gets exactly the exporter's bytes; the summary goes to stderr or --summary-json")
+    func writesFileAndSummary() async throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        try ledger.insert([
+            LedgerInvoice(id: "in_1", customerName: "=1+1", currency: "usd", subtotal: 1234, created: 1_767_225_600),
+            LedgerInvoice(id: "in_2", currency: "jpy", subtotal: 500, created: 1_767_225_601),
+            LedgerInvoice(id: "in_3", currency: "kwd", subtotal: 1005, created: 1_769_904_000),
+        ])
+        let database = ledger.path("ledger.sqlite3")
+        let output = ledger.path("january.csv")
+        let run = try ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--from", "2026-01", "--to", "2026-02", "--output", output],
+            directory: ledger.directory)
+        #expect(run.status == 0, "\(run.errors)")
+        let expected = try await InvoiceExporter(database: ledger.database)
+            .exportText(.init(createdFrom: 1_767_225_600, createdBefore: 1_769_904_000)).0
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == expected)
+        #expect(run.errors.contains("Exported 2 invoices to \(output)"))
+        #expect(run.errors.contains("usd       1         12.34"))
+        #expect(run.errors.contains("jpy       1         500"))
+        #expect(try temporaryFiles(ledger.directory).isEmpty)
+
+        // JSON Lines, inferred from the name, with the summary as JSON.
+        let jsonl = ledger.path("all.jsonl")
+        let summary = ledger.path("summary.json")
+        let second = try ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--output", jsonl, "--summary-json", summary],
+            directory: ledger.directory)
+        #expect(second.status == 0, "\(second.errors)")
+        #expect(try jsonRows(try String(contentsOfFile: jsonl, encoding: .utf8)).count == 3)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: summary))) as? [String: Any])
+        #expect(object["invoices"] as? Int == 3)
+        #expect(object["format"] as? String == "jsonl")
+        #expect(!second.errors.contains("Exported"))
+
+        // Test mode holds nothing here: the summary says so and points at --test.
+        let empty = try ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--output", ledger.path("none.csv")], directory: ledger.directory)
+        #expect(empty.status == 0)
+        let none = try ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--test", "--output", ledger.path("none.csv")],
+            directory: ledger.directory)
+        #expect(none.status == 0)
+        #expect(none.errors.contains("No invoices matched (test mode"))
+        #expect(try String(contentsOfFile: ledger.path("none.csv"), encoding: .utf8) == InvoiceExportSchema.invoiceColumns.joined(separator: ",") + "\r\n")
+    }
+
+    @Test("Bad options are refused with a message that names them, and no file is written", arguments: [
+        (["--from", "last-month"], "--from \"last-month\" is not an instant"),
+        (["--from", "2026-02", "--to", "2026-01"], "The range is empty"),
+        (["--test", "--livemode"], "--test"),
+        (["--format", "xlsx"], "xlsx"),
+        (["--format", "jsonl", "--bom"], "byte order mark"),
+        (["--currency", "euros"], "ISO 4217"),
+        (["--output", "/nonexistent-billingd-dir/out.csv"], "does not exist"),
+    ])
+    func badOptions(arguments: [String], message: String) throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        var options = ["export", "invoices"] + arguments
+        if !arguments.contains("--output") { options += ["--output", ledger.path("out.csv")] }
+        let run = try ExportProcess.run(database: ledger.path("ledger.sqlite3"), arguments: options, directory: ledger.directory)
+        #expect(run.status != 0)
+        #expect(run.errors.contains(message), "\(run.errors)")
+        #expect(!FileManager.default.fileExists(atPath: ledger.path("out.csv")))
+    }
+
+    @Test("kill -9 mid-export never leaves a partial file: the output is absent, or the previous complete one", arguments: [false, true])
+    func killNineMidExport(previousExport: Bool) async throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        try ledger.generate(count: 100_000, lines: false)
+        let database = ledger.path("ledger.sqlite3")
+        let output = ledger.path("invoices.csv")
+        var previous: Data?
+        if previousExport {
+            let small = try ExportProcess.run(
+                database: database, arguments: ["export", "invoices", "--to", "1767225700", "--output", output], directory: ledger.directory)
+            #expect(small.status == 0, "\(small.errors)")
+            previous = try Data(contentsOf: URL(fileURLWithPath: output))
+            #expect(previous?.count ?? 0 > 1000)
+        }
+
+        let export = try ExportProcess.start(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
+        try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
+        try await Task.sleep(for: .milliseconds(Int.random(in: 0...150)))
+        kill(export.process.processIdentifier, SIGKILL)
+        export.process.waitUntilExit()
+        #expect(export.process.terminationReason == .uncaughtSignal)
+
+        if let previous {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == previous, "the previous export is untouched")
+        } else {
+            #expect(!FileManager.default.fileExists(atPath: output), "no half-written export under the final name")
+        }
+        // What kill -9 leaves is the hidden temporary file, partial and clearly named as such.
+        #expect(try temporaryFiles(ledger.directory).count == 1)
+
+        // The next export replaces everything with a complete file.
+        let complete = try ExportProcess.run(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
+        #expect(complete.status == 0, "\(complete.errors)")
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(text.hasSuffix("\r\n"))
+        #expect(text.components(separatedBy: "\r\n").count == 100_000 + 2)
+        #expect(text.contains("1,in_gen_00099999,"))
+    }
+
+    @Test("SIGTERM or SIGINT mid-export stops cleanly: no output file and no temporary file", arguments: [SIGTERM, SIGINT])
+    func signalMidExport(signal: Int32) async throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        try ledger.generate(count: 100_000, lines: false)
+        let output = ledger.path("invoices.csv")
+        let export = try ExportProcess.start(
+            database: ledger.path("ledger.sqlite3"), arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
+        try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
+        kill(export.process.processIdentifier, signal)
+        export.process.waitUntilExit()
+        #expect(export.process.terminationStatus == 128 + signal)
+        #expect(export.errors.contains("interrupted"))
+        #expect(!FileManager.default.fileExists(atPath: output))
+        #expect(try temporaryFiles(ledger.directory).isEmpty)
+    }
+}
