@@ -38,8 +38,16 @@ public final class ApplierService: Service, Sendable {
                     }
                 }
                 continuation.yield()
+                // Inbox depth counts the queue; once a second is enough for a gauge.
+                var depthRecordedAt = ContinuousClock.now - .seconds(2)
                 for await _ in wakeups {
                     await drainOnce()
+                    if ContinuousClock.now - depthRecordedAt >= .seconds(1) {
+                        depthRecordedAt = .now
+                        do { try await recordDepth() } catch {
+                            logger.error("inbox depth not recorded", metadata: ["error": "\(error)"])
+                        }
+                    }
                 }
                 group.cancelAll()
             }
@@ -69,7 +77,6 @@ public final class ApplierService: Service, Sendable {
                 }
                 logger.debug("applied events", metadata: ["processed": "\(pass.processed)", "stale": "\(pass.stale)"])
             }
-            try await recordDepth()
         } catch {
             logger.error("applier pass failed; retrying shortly", metadata: ["error": "\(error)"])
         }

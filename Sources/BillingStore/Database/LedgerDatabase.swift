@@ -23,7 +23,9 @@ public struct LedgerDatabase: Sendable {
         configuration.prepareDatabase { db in
             // A 32 MiB page cache (SQLite's default is 2 MiB): event bodies and raw objects
             // span overflow pages that the applier reads and writes in bulk.
-            try db.execute(sql: "PRAGMA cache_size = -32768")
+            // Readers keep SQLite's default: a large cache on each of the pool's readers
+            // tripled peak memory under load.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -32768") }
         }
         let pool: DatabasePool
         do {

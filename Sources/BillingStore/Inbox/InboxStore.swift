@@ -155,8 +155,10 @@ extension InboxStore {
             {
                 if let status = InboxStatus(rawValue: row["status"]) { counts[status] = row["n"] }
             }
+            // Commit order is arrival order: the lowest waiting seq is the oldest, found
+            // through the work index instead of a scan of the whole inbox.
             let oldest = try Int64.fetchOne(
-                db, sql: "SELECT MIN(receivedAt) FROM inboxEvent WHERE status IN ('pending', 'failed')")
+                db, sql: "SELECT receivedAt FROM inboxEvent WHERE status IN ('pending', 'failed') ORDER BY seq LIMIT 1")
             return Depth(counts: counts, oldestPendingReceivedAt: oldest)
         }
     }
