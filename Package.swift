@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/yaslab/CSV.swift.git", from: "2.5.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // Pure logic: signatures, event decoding, ledger rules, money. No I/O.
@@ -45,12 +46,48 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // libcurl, with a thin shim over the variadic curl_easy_setopt/getinfo.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        // StripeClient over libcurl: wire rules, retries, rate limit, pagination.
+        .target(
+            name: "StripeAPI",
+            dependencies: [
+                "CCurl",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Test support: a stateful fake of the Stripe REST API on loopback.
+        .target(
+            name: "StripeFake",
+            dependencies: [
+                "BillingCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The fake as a process, for scripts/bench-reconcile and trying billingd by hand.
+        .executableTarget(
+            name: "stripe-fake",
+            dependencies: ["StripeFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
         // Hummingbird router and the long-running services.
         .target(
             name: "BillingServer",
             dependencies: [
                 "BillingCore",
                 "BillingStore",
+                "StripeAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -68,6 +105,7 @@ let package = Package(
                 "BillingCore",
                 "BillingStore",
                 "BillingServer",
+                "StripeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -97,10 +135,27 @@ let package = Package(
                 "BillingStore",
                 "BillingServer",
                 "BillingCommands",
+                "StripeAPI",
+                "StripeFake",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StripeAPITests",
+            dependencies: [
+                "StripeAPI",
+                "StripeFake",
+                "BillingCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
