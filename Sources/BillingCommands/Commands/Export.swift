@@ -1,5 +1,6 @@
 import ArgumentParser
 import BillingCore
+import BillingServer
 import BillingStore
 import Foundation
 import UnixSignals
@@ -71,6 +72,9 @@ struct Export: AsyncParsableCommand {
         @Flag(help: "Start the CSV with a UTF-8 byte order mark, so that Excel reads names and descriptions correctly.")
         var bom = false
 
+        @Flag(help: "First recover missed events and reconcile the invoices created in the range with Stripe's API (needs STRIPE_API_KEY of the exported mode), so the export reflects Stripe even after a webhook outage. Exits 1 without exporting when the reconcile cannot complete.")
+        var reconcileFirst = false
+
         @OptionGroup var global: GlobalOptions
 
         func validate() throws {
@@ -117,6 +121,9 @@ struct Export: AsyncParsableCommand {
             let settings = try global.settings()
             let database = try global.openDatabase(settings)
             defer { try? database.close() }
+            if reconcileFirst {
+                try await reconcile(request, settings: settings, database: database)
+            }
 
             // SIGINT, SIGTERM and SIGHUP stop the export cleanly: the temporary file is removed.
             let cancellation = ExportCancellation()
@@ -168,6 +175,41 @@ struct Export: AsyncParsableCommand {
                 }
             } else {
                 Self.standardError(Self.describe(summary, output: file?.path ?? "standard output"))
+            }
+        }
+
+        /// `--reconcile-first`: missed events, then the range's invoices, compared and repaired.
+        func reconcile(_ request: InvoiceExportRequest, settings: Settings, database: LedgerDatabase) async throws {
+            let logger = global.logger("billingd.reconcile", level: settings.logLevel)
+            let client = try StripeClients.make(settings, logger: logger)
+            let keyIsLive = settings.apiKeyIsLive ?? false
+            guard keyIsLive == request.livemode else {
+                throw ValidationError(
+                    "--reconcile-first reads Stripe with STRIPE_API_KEY, a \(keyIsLive ? "live" : "test")-mode key, but this export is of \(request.livemode ? "live" : "test") mode. Use a key of the exported mode\(request.livemode ? "" : ", or drop --test").")
+            }
+            var options = Reconciler.Options()
+            options.kinds = [.events, .invoices]
+            options.since = request.createdFrom
+            options.until = request.createdBefore
+            options.applyRecoveredEvents = true
+            if let account = request.account, !account.isEmpty { options.account = account }
+            let reconciler = Reconciler(
+                database: database, client: client, livemode: keyIsLive, logger: logger,
+                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+            do {
+                let report = try await reconciler.run(options) { progress in
+                    Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
+                }
+                Output.endProgress()
+                Self.standardError(report.summary)
+            } catch let held as ReconcileRuns.LeaseHeld {
+                Output.endProgress()
+                Self.standardError("billingd export: --reconcile-first: \(held). Nothing was exported; try again when that run ends.")
+                throw ExitCode(75)
+            } catch let failure as Reconciler.Failure {
+                Output.endProgress()
+                Self.standardError("billingd export: --reconcile-first could not complete, so nothing was exported: \(failure.underlying)")
+                throw ExitCode(1)
             }
         }
 

@@ -5,6 +5,7 @@ import BillingStore
 import Foundation
 import Logging
 import ServiceLifecycle
+import StripeAPI
 import UnixSignals
 
 /// `billingd serve`: the long-running daemon.
@@ -47,6 +48,19 @@ struct Serve: AsyncParsableCommand {
             applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
             inbox: inbox, metrics: metrics, logger: logger)
         let committer = GroupCommitter(inbox: inbox) { _ in applier.wake() }
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]
+        let stripe = StripeClients.client(settings, logger: logger, observer: StripeMetricsObserver(metrics: metrics))
+        if let stripe {
+            let reconciler = Reconciler(
+                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                applier: applier.inboxApplier, eventsStored: { applier.wake() })
+            services.append(.init(service: ReconcileScheduler(
+                reconciler: reconciler, database: database,
+                configuration: .init(sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval),
+                metrics: metrics, logger: logger)))
+        } else {
+            logger.notice("no STRIPE_API_KEY: the reconcile scheduler (missed-events sweep, daily reconcile) is off")
+        }
         var dependencies = BillingServerDependencies(
             database: database,
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
@@ -62,11 +76,13 @@ struct Serve: AsyncParsableCommand {
                     "secrets": "\(secrets.count)",
                 ])
         }
-        // Reverse start order on shutdown: the server stops taking deliveries first, then
-        // the applier finishes its batch, then the database is closed.
+        // Reverse start order on shutdown: the server stops taking deliveries first, then the
+        // scheduler stops its run at the next page, then the applier finishes its batch, then
+        // the database is closed.
+        services.append(.init(service: application))
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: applier), .init(service: application)],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()

@@ -21,6 +21,17 @@ public struct Settings: Sendable {
     /// Bearer token that `GET /metrics` requires; open when nil.
     public var metricsToken: String?
     public var logLevel: Logger.Level
+    /// Connect timeout and total timeout of one Stripe API attempt.
+    public var stripeConnectTimeout: Duration
+    public var stripeTimeout: Duration
+    /// Retries of one Stripe API call after the first attempt.
+    public var stripeMaxRetries: Int
+    /// Stripe API requests per second for this process; nil = by key mode (25 test, 100 live).
+    public var stripeRateLimit: Double?
+    /// How often `serve` walks `/v1/events` for missed events; nil = off.
+    public var eventsSweepInterval: Duration?
+    /// How often `serve` runs a full reconcile; nil = off.
+    public var reconcileInterval: Duration?
 
     /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
     public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
@@ -36,6 +47,12 @@ public struct Settings: Sendable {
         ("BILLINGD_PLANS", "none", "plan catalog file"),
         ("BILLINGD_METRICS_TOKEN", "open", "bearer token /metrics requires"),
         ("BILLINGD_LOG_LEVEL", "info", "trace … critical"),
+        ("STRIPE_CONNECT_TIMEOUT", "10s", "connect timeout of a Stripe API call"),
+        ("STRIPE_TIMEOUT", "80s", "total timeout of one Stripe API attempt"),
+        ("STRIPE_MAX_RETRIES", "4", "retries on network errors, 429 and 5xx"),
+        ("STRIPE_RATE_LIMIT", "25 test / 100 live", "Stripe requests per second"),
+        ("BILLINGD_EVENTS_SWEEP_INTERVAL", "5m", "serve's missed-events sweep (off)"),
+        ("BILLINGD_RECONCILE_INTERVAL", "24h", "serve's full reconcile (off)"),
     ]
 
     /// The settings as an aligned table for `--help`.
@@ -119,6 +136,46 @@ public struct Settings: Sendable {
         } else {
             logLevel = .info
         }
+        func duration(_ key: String, default fallback: Duration?, range: ClosedRange<Int64>, allowOff: Bool) throws -> Duration? {
+            guard let text = value(key) else { return fallback }
+            if allowOff, ["off", "0", "none", "never"].contains(text.lowercased()) { return nil }
+            guard let seconds = Self.parseSeconds(text), range.contains(seconds) else {
+                throw SettingsError.invalid(
+                    key, text,
+                    "a duration from \(range.lowerBound) to \(range.upperBound) seconds, such as 30s, 5m, 24h or 1d\(allowOff ? ", or off" : "")")
+            }
+            return .seconds(seconds)
+        }
+        stripeConnectTimeout = try duration("STRIPE_CONNECT_TIMEOUT", default: .seconds(10), range: 1...300, allowOff: false)!
+        stripeTimeout = try duration("STRIPE_TIMEOUT", default: .seconds(80), range: 1...600, allowOff: false)!
+        if let retries = value("STRIPE_MAX_RETRIES") {
+            guard let number = Int(retries), (0...10).contains(number) else {
+                throw SettingsError.invalid("STRIPE_MAX_RETRIES", retries, "a number of retries from 0 to 10")
+            }
+            stripeMaxRetries = number
+        } else {
+            stripeMaxRetries = 4
+        }
+        if let rate = value("STRIPE_RATE_LIMIT") {
+            guard let number = Double(rate), number >= 0.1, number <= 10_000 else {
+                throw SettingsError.invalid("STRIPE_RATE_LIMIT", rate, "requests per second, from 0.1 to 10000")
+            }
+            stripeRateLimit = number
+        } else {
+            stripeRateLimit = nil
+        }
+        eventsSweepInterval = try duration("BILLINGD_EVENTS_SWEEP_INTERVAL", default: .seconds(300), range: 30...86_400, allowOff: true)
+        reconcileInterval = try duration("BILLINGD_RECONCILE_INTERVAL", default: .seconds(86_400), range: 300...(30 * 86_400), allowOff: true)
+    }
+
+    /// Seconds in `90`, `90s`, `5m`, `24h` or `1d`.
+    static func parseSeconds(_ text: String) -> Int64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let units: [(String, Int64)] = [("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
+        for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
+            return Int64(trimmed.dropLast()).map { $0 * factor }
+        }
+        return Int64(trimmed)
     }
 
     /// Whether the API key is for live mode (nil without a key).

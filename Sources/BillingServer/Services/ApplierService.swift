@@ -8,6 +8,8 @@ import ServiceLifecycle
 /// answered once stored, and this service catches up behind them.
 public final class ApplierService: Service, Sendable {
     private let applier: InboxApplier
+    /// The applier this service drives (reconcile applies recovered events through it).
+    public var inboxApplier: InboxApplier { applier }
     private let inbox: InboxStore
     private let metrics: BillingMetrics
     private let logger: Logger

@@ -47,6 +47,7 @@ enum LedgerMigrations {
                 """)
         }
         registerLedgerMigrations(&migrator)
+        registerReconcileMigrations(&migrator)
         return migrator
     }
 }

@@ -67,16 +67,14 @@ enum LedgerWriter {
         }
     }
 
-    private static func write(_ snapshot: LedgerSnapshot, account: String, livemode: Bool, needsRefetch: Bool, db: Database) throws {
-        let version = snapshot.version
-        var columns: [String] = ["account", "livemode", "id"]
-        var values: [(any DatabaseValueConvertible)?] = [account, livemode, snapshot.objectID]
+    /// The typed columns a snapshot fills (raw JSON and version excluded), in table order. Reconcile
+    /// compares these with the ledger's row to say which fields drifted.
+    static func typedFields(of object: LedgerObject) -> [(column: String, value: DatabaseValue)] {
+        var fields: [(column: String, value: DatabaseValue)] = []
         func put(_ column: String, _ value: (any DatabaseValueConvertible)?) {
-            columns.append(column)
-            values.append(value)
+            fields.append((column, value?.databaseValue ?? .null))
         }
-        let raw = Data(snapshot.raw)
-        switch snapshot.object {
+        switch object {
         case .customer(let customer):
             put("email", customer.email)
             put("name", customer.name)
@@ -86,7 +84,6 @@ enum LedgerWriter {
             put("defaultPaymentMethod", customer.defaultPaymentMethod?.id)
             put("defaultSource", customer.defaultSource?.id)
             put("created", customer.created)
-            put("raw", raw)
         case .subscription(let subscription):
             put("customer", subscription.customer.id)
             put("status", subscription.status.rawValue)
@@ -106,8 +103,6 @@ enum LedgerWriter {
             put("cancellationReason", subscription.cancellationReason)
             put("pauseBehavior", subscription.pauseBehavior)
             put("created", subscription.created)
-            put("raw", raw)
-            try replaceItems(of: subscription, account: account, livemode: livemode, db: db)
         case .invoice(let invoice):
             put("number", invoice.number)
             put("customer", invoice.customer?.id)
@@ -136,8 +131,6 @@ enum LedgerWriter {
             put("hostedInvoiceURL", invoice.hostedInvoiceURL)
             put("invoicePDF", invoice.invoicePDF)
             put("attemptCount", invoice.attemptCount)
-            put("raw", raw)
-            try replaceLines(of: invoice, id: snapshot.objectID, account: account, livemode: livemode, db: db)
         case .paymentMethod(let method):
             put("customer", method.customer?.id)
             put("type", method.type)
@@ -160,7 +153,6 @@ enum LedgerWriter {
             put("interval", price.recurring?.interval.rawValue)
             put("intervalCount", price.recurring?.intervalCount)
             put("created", price.created)
-            put("raw", raw)
         case .product(let product):
             put("name", product.name)
             put("active", product.active)
@@ -168,7 +160,6 @@ enum LedgerWriter {
             put("defaultPrice", product.defaultPrice?.id)
             put("created", product.created)
             put("updated", product.updated)
-            put("raw", raw)
         case .checkoutSession(let session):
             put("customer", session.customer?.id)
             put("clientReferenceID", session.clientReferenceID)
@@ -183,10 +174,8 @@ enum LedgerWriter {
             put("created", session.created)
             put("expiresAt", session.expiresAt)
             put("url", session.url)
-            put("raw", raw)
         case .entitlementSummary(let summary):
-            put("raw", raw)
-            try replaceEntitlements(of: summary, account: account, livemode: livemode, db: db)
+            break
         case .invoicePayment(let payment):
             put("invoice", payment.invoice?.id)
             put("amountPaid", payment.amountPaid)
@@ -196,7 +185,25 @@ enum LedgerWriter {
             put("paidAt", payment.paidAt)
             put("isDefault", payment.isDefault)
             put("created", payment.created)
-            put("raw", raw)
+        }
+        return fields
+    }
+
+    private static func write(_ snapshot: LedgerSnapshot, account: String, livemode: Bool, needsRefetch: Bool, db: Database) throws {
+        let version = snapshot.version
+        var columns: [String] = ["account", "livemode", "id"]
+        var values: [DatabaseValue] = [account.databaseValue, livemode.databaseValue, snapshot.objectID.databaseValue]
+        func put(_ column: String, _ value: (any DatabaseValueConvertible)?) {
+            columns.append(column)
+            values.append(value?.databaseValue ?? .null)
+        }
+        for field in typedFields(of: snapshot.object) { put(field.column, field.value) }
+        if snapshot.kind.keepsRawJSON { put("raw", Data(snapshot.raw)) }
+        switch snapshot.object {
+        case .subscription(let subscription): try replaceItems(of: subscription, account: account, livemode: livemode, db: db)
+        case .invoice(let invoice): try replaceLines(of: invoice, id: snapshot.objectID, account: account, livemode: livemode, db: db)
+        case .entitlementSummary(let summary): try replaceEntitlements(of: summary, account: account, livemode: livemode, db: db)
+        default: break
         }
         put("vDeleted", version.deleted)
         put("vTerminal", version.terminal)
@@ -268,4 +275,10 @@ enum LedgerWriter {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO userLink (account, livemode, appUserID, customer, source) VALUES (?, ?, ?, ?, 'checkout')")
             .execute(arguments: [account, livemode, user, customer])
     }
+}
+
+extension LedgerObjectKind {
+    /// Whether the kind's table keeps the object's raw JSON (payment methods keep only the card
+    /// fields billingd may hold).
+    var keepsRawJSON: Bool { self != .paymentMethod }
 }

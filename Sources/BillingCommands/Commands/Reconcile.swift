@@ -1,0 +1,100 @@
+import ArgumentParser
+import BillingCore
+import BillingServer
+import BillingStore
+import Foundation
+import Logging
+import StripeAPI
+
+/// `billingd reconcile`: one run from cron or by hand.
+struct Reconcile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compare the ledger with Stripe's API, repair drift and recover missed events.",
+        discussion: """
+            Walks Stripe's /v1/events from the stored cursor and stores every event the inbox lacks (and applies it); re-fetches objects the applier marked as ambiguous; then lists customers, subscriptions (status=all), invoices, prices, products, and per customer the payment methods and active entitlements, compares each object with the ledger field by field, and repairs the ledger through the same version guard as webhooks: an object the ledger holds a newer snapshot of is never overwritten, a deleted one never comes back.
+
+            Drift is reported by kind (missing locally, gone in Stripe, field differs, with the fields and examples). Exit status: 0 when the run completed, whether or not it found drift; 1 when it could not (bad key, Stripe unreachable past retries); 75 when another run (cron, or the scheduler in `serve`) holds the lease — try again later.
+
+            Needs STRIPE_API_KEY (a restricted key with read access to these resources is enough, plus write access to nothing). Cron, daily at 04:17:
+              17 4 * * *  billingd --config /etc/billingd/billingd.env reconcile --json >> /var/log/billingd-reconcile.jsonl
+            """)
+
+    @Flag(name: .long, help: "Compare and report only; change nothing (events are not stored, the cursor does not move).")
+    var dryRun = false
+
+    @Flag(name: .long, help: "Print the report as JSON on standard output.")
+    var json = false
+
+    @Option(name: .long, help: ArgumentHelp("Which lists to compare, comma-separated: \(ReconcileKind.allCases.map(\.rawValue).joined(separator: ",")). Default: all.", valueName: "kinds"))
+    var kinds: String?
+
+    @Option(name: .long, help: ArgumentHelp("Compare only objects created on or after this date (2026-11-01 or 2026-11-01T12:00:00Z). Skips gone-in-Stripe detection, which needs complete lists.", valueName: "date"))
+    var since: String?
+
+    @Option(name: .long, help: ArgumentHelp("A connected account to reconcile (Stripe-Account); default the platform account.", valueName: "acct_…"))
+    var account: String?
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        if let kinds { _ = try parsedKinds(kinds) }
+        if let since, UTCTimestamp.parse(since) == nil {
+            throw ValidationError("--since \(since) is not a date; use 2026-11-01 or 2026-11-01T12:00:00Z.")
+        }
+        if let account, !account.hasPrefix("acct_") || account.count < 8 {
+            throw ValidationError("--account takes a connected account id such as acct_1Nv0FGQ9RKHgCVdK.")
+        }
+    }
+
+    private func parsedKinds(_ text: String) throws -> [ReconcileKind] {
+        do {
+            let kinds = try ReconcileKind.parse(text)
+            guard !kinds.isEmpty else { throw ValidationError("--kinds is empty; name at least one of \(ReconcileKind.allCases.map(\.rawValue).joined(separator: ", ")).") }
+            return kinds
+        } catch let error as ReconcileError {
+            throw ValidationError("--kinds: \(error)")
+        }
+    }
+
+    func run() async throws {
+        let settings = try global.settings()
+        let logger = global.logger("billingd.reconcile", level: settings.logLevel)
+        let client = try StripeClients.make(settings, logger: logger)
+        let database = try global.openDatabase(settings)
+        defer { try? database.close() }
+
+        var options = Reconciler.Options()
+        if let kinds { options.kinds = try parsedKinds(kinds) }
+        options.dryRun = dryRun
+        options.since = since.flatMap(UTCTimestamp.parse)
+        options.account = account
+        options.applyRecoveredEvents = true
+        let reconciler = Reconciler(
+            database: database, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+            applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+
+        let report: ReconcileReport
+        do {
+            report = try await reconciler.run(options) { progress in
+                Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
+            }
+            Output.endProgress()
+        } catch let held as ReconcileRuns.LeaseHeld {
+            Output.endProgress()
+            FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
+            throw ExitCode(75)
+        } catch let failure as Reconciler.Failure {
+            Output.endProgress()
+            if json { print(Self.encode(failure.report)) }
+            FileHandle.standardError.write(Data("billingd reconcile: \(failure.underlying)\n".utf8))
+            throw ExitCode(1)
+        }
+        print(json ? Self.encode(report) : report.summary)
+    }
+
+    static func encode(_ report: ReconcileReport) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import BillingServer
+import Logging
+import StripeAPI
+
+/// The process's Stripe client, built from the settings.
+enum StripeClients {
+    /// Throws a ValidationError that says what to set when there is no API key.
+    static func make(_ settings: Settings, logger: Logger, observer: (any StripeClientObserver)? = nil) throws -> StripeClient {
+        guard let client = client(settings, logger: logger, observer: observer) else {
+            throw ValidationError(ReconcileError.noAPIKey.description)
+        }
+        return client
+    }
+
+    /// Nil when STRIPE_API_KEY is not set.
+    static func client(_ settings: Settings, logger: Logger, observer: (any StripeClientObserver)? = nil) -> StripeClient? {
+        guard let key = settings.apiKey else { return nil }
+        var configuration = StripeClientConfiguration(apiKey: key, baseURL: settings.apiBase, apiVersion: settings.stripeAPIVersion)
+        configuration.connectTimeout = settings.stripeConnectTimeout
+        configuration.requestTimeout = settings.stripeTimeout
+        configuration.maxRetries = settings.stripeMaxRetries
+        if let rate = settings.stripeRateLimit { configuration.requestsPerSecond = rate }
+        return StripeClient(configuration: configuration, logger: logger, observer: observer)
+    }
+}

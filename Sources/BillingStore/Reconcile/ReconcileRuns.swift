@@ -1,0 +1,194 @@
+import Foundation
+import GRDB
+
+/// The lease, run records and event cursor of reconcile, on the ledger database. The lease is a
+/// row with an expiry rather than a file lock so that it also holds across processes and hosts
+/// sharing one ledger, and so that a run killed with `kill -9` stops blocking once it expires.
+public struct ReconcileRuns: Sendable {
+    let database: LedgerDatabase
+
+    public init(database: LedgerDatabase) {
+        self.database = database
+    }
+
+    /// Another run holds the lease.
+    public struct LeaseHeld: Error, CustomStringConvertible {
+        public let holder: String
+        public let acquiredAt: Int64
+        public let expiresAt: Int64
+
+        public init(holder: String, acquiredAt: Int64, expiresAt: Int64) {
+            self.holder = holder
+            self.acquiredAt = acquiredAt
+            self.expiresAt = expiresAt
+        }
+
+        public var description: String {
+            "another reconcile run holds the lease (\(holder), since \(UTCTimestamp.string(acquiredAt))); it expires at \(UTCTimestamp.string(expiresAt)) unless renewed"
+        }
+    }
+
+    /// Takes the named lease for `ttl` seconds, or throws ``LeaseHeld`` when someone else holds an
+    /// unexpired one. Taking a lease one already holds renews it.
+    public func acquire(_ name: String, holder: String, ttl: Int64, now: Int64) async throws {
+        try await database.writer.write { db in
+            if let row = try Row.fetchOne(db, sql: "SELECT holder, acquiredAt, expiresAt FROM lease WHERE name = ?", arguments: [name]) {
+                let current: String = row["holder"]
+                let expiresAt: Int64 = row["expiresAt"]
+                if current != holder && expiresAt > now {
+                    throw LeaseHeld(holder: current, acquiredAt: row["acquiredAt"], expiresAt: expiresAt)
+                }
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO lease (name, holder, acquiredAt, expiresAt) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, acquiredAt = excluded.acquiredAt, expiresAt = excluded.expiresAt
+                    """,
+                arguments: [name, holder, now, now + ttl])
+        }
+    }
+
+    /// Extends a held lease; throws ``LeaseHeld`` when it was lost (expired and taken by another).
+    public func renew(_ name: String, holder: String, ttl: Int64, now: Int64) async throws {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: "UPDATE lease SET expiresAt = ? WHERE name = ? AND holder = ?", arguments: [now + ttl, name, holder])
+            if db.changesCount == 0 {
+                let row = try Row.fetchOne(db, sql: "SELECT holder, acquiredAt, expiresAt FROM lease WHERE name = ?", arguments: [name])
+                throw LeaseHeld(holder: row?["holder"] ?? "nobody", acquiredAt: row?["acquiredAt"] ?? 0, expiresAt: row?["expiresAt"] ?? 0)
+            }
+        }
+    }
+
+    /// Gives the lease up (only if still held by `holder`).
+    public func release(_ name: String, holder: String) async throws {
+        try await database.writer.write { db in
+            try db.execute(sql: "DELETE FROM lease WHERE name = ? AND holder = ?", arguments: [name, holder])
+        }
+    }
+
+    // MARK: Runs
+
+    /// How a run went.
+    public enum Outcome: String, Sendable, Codable {
+        case running, completed, failed
+        /// The process stopped before the run finished (found at the next start).
+        case interrupted
+    }
+
+    /// One reconcile run as recorded.
+    public struct Run: Sendable, Equatable {
+        public let id: Int64
+        public let mode: String
+        public let holder: String
+        public let startedAt: Int64
+        public let finishedAt: Int64?
+        public let outcome: Outcome
+        public let dryRun: Bool
+        public let drift: Int
+        public let repaired: Int
+        public let recoveredEvents: Int
+        public let objects: Int
+        public let error: String?
+    }
+
+    /// The figures a run ends with.
+    public struct Totals: Sendable, Equatable {
+        public var drift = 0
+        public var repaired = 0
+        public var recoveredEvents = 0
+        public var objects = 0
+
+        public init(drift: Int = 0, repaired: Int = 0, recoveredEvents: Int = 0, objects: Int = 0) {
+            self.drift = drift
+            self.repaired = repaired
+            self.recoveredEvents = recoveredEvents
+            self.objects = objects
+        }
+    }
+
+    /// Records the start of a run. Runs of this holder's earlier lives that never finished are
+    /// marked interrupted first.
+    public func start(mode: String, holder: String, dryRun: Bool, now: Int64) async throws -> Int64 {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO reconcileRun (mode, holder, startedAt, outcome, dryRun) VALUES (?, ?, ?, 'running', ?)",
+                arguments: [mode, holder, now, dryRun])
+            return db.lastInsertedRowID
+        }
+    }
+
+    /// Marks runs left `running` by a process that no longer holds the lease as interrupted.
+    public func markAbandoned(leaseName: String, now: Int64) async throws {
+        try await database.writer.write { db in
+            let holder = try String.fetchOne(
+                db, sql: "SELECT holder FROM lease WHERE name = ? AND expiresAt > ?", arguments: [leaseName, now])
+            try db.execute(
+                sql: "UPDATE reconcileRun SET outcome = 'interrupted', finishedAt = ? WHERE outcome = 'running' AND holder IS NOT ?",
+                arguments: [now, holder])
+        }
+    }
+
+    /// Records how a run ended, with its JSON report.
+    public func finish(_ id: Int64, outcome: Outcome, totals: Totals, error: String?, report: Data?, now: Int64) async throws {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: """
+                    UPDATE reconcileRun SET finishedAt = ?, outcome = ?, drift = ?, repaired = ?, recoveredEvents = ?,
+                        objects = ?, error = ?, report = ? WHERE id = ?
+                    """,
+                arguments: [now, outcome.rawValue, totals.drift, totals.repaired, totals.recoveredEvents, totals.objects, error, report, id])
+        }
+    }
+
+    /// The latest finished run of a mode (any outcome) and the latest completed one.
+    public func latest(mode: String) async throws -> (finished: Run?, completed: Run?) {
+        try await database.writer.read { db in
+            let columns = "id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recoveredEvents, objects, error"
+            let finished = try Row.fetchOne(
+                db, sql: "SELECT \(columns) FROM reconcileRun WHERE mode = ? AND outcome != 'running' ORDER BY id DESC LIMIT 1",
+                arguments: [mode])
+            let completed = try Row.fetchOne(
+                db, sql: "SELECT \(columns) FROM reconcileRun WHERE mode = ? AND outcome = 'completed' ORDER BY id DESC LIMIT 1",
+                arguments: [mode])
+            return (finished.map(Self.run), completed.map(Self.run))
+        }
+    }
+
+    /// The stored JSON report of a run.
+    public func report(_ id: Int64) async throws -> Data? {
+        try await database.writer.read { db in
+            try Data.fetchOne(db, sql: "SELECT report FROM reconcileRun WHERE id = ?", arguments: [id])
+        }
+    }
+
+    private static func run(_ row: Row) -> Run {
+        Run(
+            id: row["id"], mode: row["mode"], holder: row["holder"], startedAt: row["startedAt"], finishedAt: row["finishedAt"],
+            outcome: Outcome(rawValue: row["outcome"]) ?? .failed, dryRun: row["dryRun"], drift: row["drift"],
+            repaired: row["repaired"], recoveredEvents: row["recoveredEvents"], objects: row["objects"], error: row["error"])
+    }
+
+    // MARK: Event cursor
+
+    /// The newest `event.created` a completed walk of `/v1/events` reached, and when it completed.
+    public func eventCursor(account: String, livemode: Bool) async throws -> (created: Int64, walkedAt: Int64)? {
+        try await database.writer.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT created, walkedAt FROM eventCursor WHERE account = ? AND livemode = ?", arguments: [account, livemode]
+            ).map { ($0["created"], $0["walkedAt"]) }
+        }
+    }
+
+    /// Moves the cursor forward (never back).
+    public func advanceEventCursor(account: String, livemode: Bool, created: Int64, walkedAt: Int64) async throws {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO eventCursor (account, livemode, created, walkedAt) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (account, livemode) DO UPDATE SET created = max(created, excluded.created), walkedAt = excluded.walkedAt
+                    """,
+                arguments: [account, livemode, created, walkedAt])
+        }
+    }
+}
