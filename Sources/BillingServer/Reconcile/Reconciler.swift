@@ -247,15 +247,31 @@ final class Walk: Sendable {
         if let until = options.until { created["lt"] = .integer(until) }
         if !complete { parameters["created"] = .dictionary(created) }
         if complete { try await ledger.beginListing([kind]) }
+        // Two stages overlap: while one page is written, the next is fetched and decoded.
         let pages = Prefetching(client.list(path, parameters: parameters, account: options.account, priority: .bulk))
+        var writing: Task<PageReconciliation, any Error>?
         while let page = try await pages.next() {
             try checkpoint()
             requests.withLock { $0 += 1 }
-            let snapshots = try await Self.decode(page.objects, kind: kind, fetchedAt: page.date ?? reconciler.now(), requestID: page.requestID)
             report.listed(page.objects.count, kind: kind)
-            let result = try await ledger.reconcile(snapshots, account: account, livemode: livemode, dryRun: options.dryRun, trackSeen: complete)
-            report.record(result, kind: kind, examples: options.examples)
+            // Objects whose JSON is byte for byte what the ledger holds need no decoding.
+            let objects = page.objects.map { (id: $0.id, json: $0.bytes) }
+            let (matched, changed) = try await ledger.unchanged(kind, objects: objects, account: account, livemode: livemode, trackSeen: complete)
+            let snapshots = try await Self.decode(
+                changed.map { page.objects[$0] }, kind: kind, fetchedAt: page.date ?? reconciler.now(), requestID: page.requestID)
+            if let previous = writing {
+                report.record(try await previous.value, kind: kind, examples: options.examples)
+            }
+            let (ledger, account, livemode, dryRun) = (ledger, account, livemode, options.dryRun)
+            writing = Task {
+                var result = try await ledger.reconcile(snapshots, account: account, livemode: livemode, dryRun: dryRun, trackSeen: false)
+                result.matched += matched
+                return result
+            }
             progress(.init(phase: kind.rawValue, listed: report.byKind[kind.rawValue]?.listed ?? 0, drift: report.totalDrift))
+        }
+        if let previous = writing {
+            report.record(try await previous.value, kind: kind, examples: options.examples)
         }
         if complete {
             try await detectGone(kind, into: &report)

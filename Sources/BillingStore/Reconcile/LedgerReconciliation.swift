@@ -270,3 +270,30 @@ extension LedgerReconciliation {
         }
     }
 }
+
+extension LedgerReconciliation {
+    /// The objects of a page whose JSON is byte for byte the JSON the ledger holds: Stripe's
+    /// state is already in the ledger, so they need no decoding or comparison. (A daily run over
+    /// an unchanged account is mostly this.) Returns the indexes of the others — missing, changed,
+    /// or marked for re-fetch — for ``reconcile(_:account:livemode:dryRun:trackSeen:)``. With
+    /// `trackSeen`, every id is noted for gone detection.
+    public func unchanged(
+        _ kind: LedgerObjectKind, objects: [(id: String, json: ArraySlice<UInt8>)], account: String, livemode: Bool, trackSeen: Bool
+    ) async throws -> (matched: Int, changed: [Int]) {
+        try await database.writer.write { db in
+            let seen = trackSeen ? try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.reconcileSeen (kind, id) VALUES (?, ?)") : nil
+            for object in objects { try seen?.execute(arguments: [kind.rawValue, object.id]) }
+            guard kind.keepsRawJSON else { return (0, Array(objects.indices)) }
+            let held = try db.cachedStatement(
+                sql: "SELECT raw FROM \(LedgerWriter.table(kind)) WHERE account = ? AND livemode = ? AND id = ? AND needsRefetch = 0 AND vDeleted = 0")
+            var changed: [Int] = []
+            var matched = 0
+            for (index, object) in objects.enumerated() {
+                let same = try Row.fetchOne(held, arguments: [account, livemode, object.id])?
+                    .withUnsafeData(atIndex: 0) { data in data?.elementsEqual(object.json) ?? false } ?? false
+                if same { matched += 1 } else { changed.append(index) }
+            }
+            return (matched, changed)
+        }
+    }
+}
