@@ -291,9 +291,13 @@ struct ReconcileCommandTests {
     }
 
     func reconcile(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) throws -> Result {
+        try billingd(["reconcile"] + arguments, database: database, fake: fake, apiKey: apiKey)
+    }
+
+    func billingd(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: DaemonProcess.binaryPath)
-        process.arguments = ["reconcile"] + arguments
+        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["BILLINGD_DATABASE"] = database
         environment["STRIPE_API_KEY"] = apiKey
@@ -346,6 +350,31 @@ struct ReconcileCommandTests {
         #expect(!result.stderr.contains(wrongKey))
         #expect(!result.stdout.contains(wrongKey))
         #expect(!result.stderr.contains("revokedKey0123456789"))
+    }
+
+    @Test("export invoices --reconcile-first exports what Stripe has even when no webhook arrived")
+    func exportReconcilesFirst() async throws {
+        let harness = try await ReconcileHarness.start()
+        defer { Task { await harness.stop() } }
+        await harness.fake.seed(customers: 5, subscriptions: 5, invoices: 12, prices: 1, products: 1)
+        let database = try #require(harness.ledger.database.path)
+        let plain = try billingd(["export", "invoices", "--test", "--format", "jsonl"], database: database, fake: harness.fake)
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdout.isEmpty)
+
+        let reconciled = try billingd(["export", "invoices", "--test", "--format", "jsonl", "--reconcile-first"], database: database, fake: harness.fake)
+        #expect(reconciled.status == 0, "\(reconciled.stderr)")
+        let invoices = await harness.fake.ids(of: .invoice)
+        let exported = reconciled.stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["invoice_id"] as? String
+        }
+        #expect(Set(exported) == Set(invoices))
+        #expect(reconciled.stderr.contains("reconcile run"))
+
+        // A key of the other mode is refused before anything is read.
+        let live = try billingd(["export", "invoices", "--reconcile-first"], database: database, fake: harness.fake)
+        #expect(live.status == 64)
+        #expect(live.stderr.contains("test-mode key"))
     }
 
     @Test("Bad arguments exit 64 with a message naming the option")
