@@ -114,7 +114,12 @@ struct CrashSafetyTests {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200)))
+        // Kill once deliveries are flowing (a loaded machine can take a while to answer the
+        // first), at a random moment after that.
+        for _ in 0..<200 where acknowledged.values.isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(Int.random(in: 100...1000)))
         daemon.kill(signal: SIGKILL)
         senders.cancel()
         _ = await senders.value
