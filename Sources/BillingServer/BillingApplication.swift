@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import StripeAPI
 
 /// Everything the HTTP server needs, built once by `serve` (or by a test).
 public struct BillingServerDependencies: Sendable {
@@ -20,11 +21,19 @@ public struct BillingServerDependencies: Sendable {
     public var metricsToken: String?
     /// Bearer tokens of the service API under `/v1/`; the API is off when empty.
     public var apiTokens: [String]
+    /// The plan catalog (`BILLINGD_PLANS`, see `PlanCatalogLoader`); just a free tier without one.
+    public var plans: PlanCatalog
+    /// The mode and account the service API answers from (see `ServiceScope.forAPIKey`).
+    public var scope: ServiceScope
+    /// Stripe for the service API's Checkout, portal and cancel; nil without `STRIPE_API_KEY`
+    /// (those endpoints then answer 503 `stripe_not_configured`).
+    public var stripe: StripeClient?
 
     public init(
         database: LedgerDatabase, verifier: SignatureVerifier, committer: GroupCommitter,
         metrics: BillingMetrics, webhook: WebhookController.Configuration = .init(),
-        benchmarkRoutes: Bool = false, now: @escaping @Sendable () -> Date = Date.init, apiTokens: [String] = []
+        benchmarkRoutes: Bool = false, now: @escaping @Sendable () -> Date = Date.init, apiTokens: [String] = [],
+        plans: PlanCatalog = .freeOnly, scope: ServiceScope = .test, stripe: StripeClient? = nil
     ) {
         self.database = database
         self.verifier = verifier
@@ -35,6 +44,9 @@ public struct BillingServerDependencies: Sendable {
         self.now = now
         self.metricsToken = nil
         self.apiTokens = apiTokens
+        self.plans = plans
+        self.scope = scope
+        self.stripe = stripe
     }
 }
 
@@ -50,7 +62,11 @@ public enum BillingApplication {
             configuration: dependencies.webhook, now: dependencies.now
         ).addRoutes(to: router)
         HealthController(database: dependencies.database).addRoutes(to: router)
-        ServiceAPI(database: dependencies.database, tokens: dependencies.apiTokens).addRoutes(to: router)
+        ServiceAPI(
+            database: dependencies.database, tokens: dependencies.apiTokens,
+            users: .init(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now),
+            stripe: dependencies.stripe
+        ).addRoutes(to: router)
         let metrics = dependencies.metrics
         let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }
         router.get("/metrics") { request, _ in

@@ -250,7 +250,7 @@ extension StripeFake {
 
     /// Waits until no event is queued or being sent; false on timeout (e.g. while paused).
     @discardableResult
-    public func waitForDeliveries(timeout: Duration = .seconds(10)) async -> Bool {
+    public func waitForDeliveries(timeout: Duration = .seconds(30)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if await store.deliveriesSettled { return true }

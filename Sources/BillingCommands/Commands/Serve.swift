@@ -66,6 +66,15 @@ struct Serve: AsyncParsableCommand {
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
             committer: committer, metrics: metrics, benchmarkRoutes: benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
+        dependencies.stripe = stripe
+        dependencies.scope = .forAPIKey(isLive: settings.apiKeyIsLive)
+        if let plansPath = settings.plansPath {
+            do {
+                dependencies.plans = try PlanCatalogLoader.load(path: plansPath)
+            } catch {
+                throw ValidationError("BILLINGD_PLANS: \(error)")
+            }
+        }
         let application = BillingApplication.application(
             dependencies, host: settings.host, port: settings.port, logger: logger
         ) { [secrets] _ in

@@ -1,5 +1,6 @@
 import BillingStore
 import Hummingbird
+import StripeAPI
 
 /// The service API for the app's backend, under `/v1/` behind a bearer token. It is off — its
 /// routes are not registered at all — when no token is configured (`BILLINGD_API_TOKENS`).
@@ -7,11 +8,19 @@ public struct ServiceAPI: Sendable {
     let database: LedgerDatabase
     let tokens: [String]
     let export: InvoiceExportController.Configuration
+    let users: UserController.Configuration
+    /// Checkout, portal and cancel call Stripe with it; nil (no STRIPE_API_KEY) makes them 503.
+    let stripe: StripeClient?
 
-    public init(database: LedgerDatabase, tokens: [String], export: InvoiceExportController.Configuration = .init()) {
+    public init(
+        database: LedgerDatabase, tokens: [String], export: InvoiceExportController.Configuration = .init(),
+        users: UserController.Configuration = .init(), stripe: StripeClient? = nil
+    ) {
         self.database = database
         self.tokens = tokens
         self.export = export
+        self.users = users
+        self.stripe = stripe
     }
 
     /// Whether the API is on: at least one token is configured.
@@ -21,5 +30,7 @@ public struct ServiceAPI: Sendable {
         guard isEnabled else { return }
         let v1 = router.group("v1").add(middleware: BearerTokenMiddleware<Context>(tokens: tokens))
         InvoiceExportController(database: database, configuration: export).addRoutes(to: v1)
+        UserController(database: database, configuration: users).addRoutes(to: v1)
+        SessionController(database: database, stripe: stripe, configuration: users).addRoutes(to: v1)
     }
 }

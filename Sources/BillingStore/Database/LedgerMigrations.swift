@@ -48,6 +48,7 @@ enum LedgerMigrations {
         }
         registerLedgerMigrations(&migrator)
         registerReconcileMigrations(&migrator)
+        registerServiceAPIMigrations(&migrator)
         return migrator
     }
 }

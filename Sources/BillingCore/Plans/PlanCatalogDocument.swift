@@ -1,0 +1,201 @@
+/// The plan catalog file as written (`BILLINGD_PLANS`), before the checks that span tiers.
+/// Decodes from YAML (billingd's format) or JSON with the same keys. Unknown keys are refused,
+/// so that a misspelt `limts:` never silently drops a tier's limits; every error carries the
+/// path of the offending key.
+public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
+    /// The catalog format; only 1 exists.
+    public var version: Int64?
+    /// The tier of users without a subscription that grants one; `free` when not given.
+    public var defaultTier: String?
+    public var tiers: [Tier]
+
+    public struct Tier: Decodable, Sendable, Equatable {
+        public var id: String
+        public var name: String
+        public var rank: Int64
+        public var description: String?
+        public var stripe: Stripe?
+        public var features: [String]
+        public var limits: [Limit]
+        public var pastDueGraceDays: PastDueGrace?
+
+        static let keys = ["id", "name", "rank", "description", "stripe", "features", "limits", "past_due_grace_days"]
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CatalogKey.self)
+            try container.refuseUnknownKeys(Self.keys)
+            id = try container.required(String.self, "id")
+            name = try container.required(String.self, "name")
+            rank = try container.required(Int64.self, "rank")
+            description = try container.optional(String.self, "description")
+            stripe = try container.optional(Stripe.self, "stripe")
+            features = try container.optional([String].self, "features") ?? []
+            if container.contains(CatalogKey("limits")), !(try container.decodeNil(forKey: CatalogKey("limits"))) {
+                let limits = try container.nestedContainer(keyedBy: CatalogKey.self, forKey: CatalogKey("limits"))
+                // In the file's order: the operator's order is the answer's order.
+                self.limits = try limits.allKeys.map { key in Limit(key: key.stringValue, value: try limits.decode(LimitValue.self, forKey: key).value) }
+            } else {
+                limits = []
+            }
+            pastDueGraceDays = try container.optional(GraceValue.self, "past_due_grace_days")?.value
+        }
+    }
+
+    /// The Stripe side of a tier: the prices and products that grant it.
+    public struct Stripe: Decodable, Sendable, Equatable {
+        public var prices: [Price]
+        public var products: [String]
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CatalogKey.self)
+            try container.refuseUnknownKeys(["prices", "products"])
+            prices = try container.optional([Price].self, "prices") ?? []
+            products = try container.optional([String].self, "products") ?? []
+        }
+    }
+
+    /// One price entry: `{lookup_key: pro_monthly, interval: month}`, `{id: price_…}`.
+    public struct Price: Decodable, Sendable, Equatable {
+        public var id: String?
+        public var lookupKey: String?
+        public var interval: RecurringInterval?
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CatalogKey.self)
+            try container.refuseUnknownKeys(["id", "lookup_key", "interval"])
+            id = try container.optional(String.self, "id")
+            lookupKey = try container.optional(String.self, "lookup_key")
+            if let interval = try container.optional(String.self, "interval") {
+                guard ["day", "week", "month", "year"].contains(interval) else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: container.codingPath + [CatalogKey("interval")],
+                        debugDescription: "\"\(interval)\" is not an interval; expected month, year, week or day"))
+                }
+                self.interval = RecurringInterval(rawValue: interval)
+            } else {
+                interval = nil
+            }
+            guard id != nil || lookupKey != nil else {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: container.codingPath,
+                    debugDescription: "a price needs id (price_…) or lookup_key, or both"))
+            }
+        }
+    }
+
+    /// A limit as written: `100`, `unlimited`, `quantity` or `{per_quantity: 5}`.
+    public struct Limit: Sendable, Equatable {
+        public var key: String
+        public var value: PlanLimit.Value
+    }
+
+    static let limitExpectation =
+        "expected a whole number (0 or more), unlimited, quantity (the subscription's quantity, e.g. seats) or {per_quantity: N}"
+
+    struct LimitValue: Decodable {
+        let value: PlanLimit.Value
+
+        init(from decoder: any Decoder) throws {
+            func invalid(_ what: String) -> DecodingError {
+                .dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "\(what); \(PlanCatalogDocument.limitExpectation)"))
+            }
+            if let container = try? decoder.container(keyedBy: CatalogKey.self) {
+                try container.refuseUnknownKeys(["per_quantity"])
+                let factor = try container.required(Int64.self, "per_quantity")
+                guard factor >= 1 else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: container.codingPath + [CatalogKey("per_quantity")],
+                        debugDescription: "\(factor) is not a factor; expected a whole number of 1 or more"))
+                }
+                value = .perQuantity(factor)
+                return
+            }
+            let single = try decoder.singleValueContainer()
+            if let number = try? single.decode(Int64.self) {
+                guard number >= 0 else { throw invalid("\(number) is negative") }
+                value = .count(number)
+                return
+            }
+            guard let word = try? single.decode(String.self) else { throw invalid("not a limit") }
+            switch word.lowercased() {
+            case "unlimited": value = .unlimited
+            case "quantity": value = .perQuantity(1)
+            default: throw invalid("\"\(word)\" is not a limit")
+            }
+        }
+    }
+
+    struct GraceValue: Decodable {
+        let value: PastDueGrace
+
+        init(from decoder: any Decoder) throws {
+            let single = try decoder.singleValueContainer()
+            let expectation = "expected a number of days from 0 (no grace: access ends when a payment fails) to 366, or unlimited (as long as Stripe keeps retrying)"
+            if let days = try? single.decode(Int64.self) {
+                guard (0...366).contains(days) else {
+                    throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "\(days) is out of range; \(expectation)"))
+                }
+                value = .days(days)
+                return
+            }
+            guard let word = try? single.decode(String.self), word.lowercased() == "unlimited" else {
+                let shown = (try? single.decode(String.self)).map { "\"\($0)\" is not a grace period; " } ?? ""
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "\(shown)\(expectation)"))
+            }
+            value = .unlimited
+        }
+    }
+
+    static let keys = ["version", "default_tier", "tiers"]
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CatalogKey.self)
+        try container.refuseUnknownKeys(Self.keys)
+        version = try container.optional(Int64.self, "version")
+        if let version, version != 1 {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: [CatalogKey("version")], debugDescription: "\(version) is not a catalog version this billingd reads; expected 1"))
+        }
+        defaultTier = try container.optional(String.self, "default_tier")
+        tiers = try container.required([Tier].self, "tiers")
+    }
+}
+
+/// A key of the catalog file, any string.
+struct CatalogKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+
+    init(_ name: String) {
+        stringValue = name
+        intValue = nil
+    }
+
+    init?(stringValue: String) {
+        self.init(stringValue)
+    }
+
+    init?(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
+    }
+}
+
+extension KeyedDecodingContainer where Key == CatalogKey {
+    /// Throws at the first key that is not one of `known`, naming the ones that are.
+    func refuseUnknownKeys(_ known: [String]) throws {
+        for key in allKeys where !known.contains(key.stringValue) {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: codingPath + [key],
+                debugDescription: "unknown key; expected one of: \(known.joined(separator: ", "))"))
+        }
+    }
+
+    func required<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
+        try decode(type, forKey: CatalogKey(name))
+    }
+
+    func optional<T: Decodable>(_ type: T.Type, _ name: String) throws -> T? {
+        try decodeIfPresent(type, forKey: CatalogKey(name))
+    }
+}

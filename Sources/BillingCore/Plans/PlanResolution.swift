@@ -1,0 +1,228 @@
+/// Why a user has the access they have, in one word the app can switch on.
+public enum AccessReason: String, Sendable, Hashable, CaseIterable {
+    /// No subscription at all: the default tier.
+    case free
+    /// In a trial (`trialing`).
+    case trialing
+    /// Paid and renewing (`active`).
+    case active
+    /// Paid, and set to end at a known time (`cancel_at_period_end` or `cancel_at`); access
+    /// lasts until ``PlanResolution/endsAt``.
+    case canceling
+    /// A renewal payment failed (`past_due`) and the tier's grace period still runs.
+    case grace
+    /// The first payment is not complete yet (`incomplete`, e.g. awaiting 3-D Secure).
+    case incomplete
+    /// Collection is paused (`paused`, e.g. a trial ended without a payment method).
+    case paused
+    /// Had a subscription, none grants access now: canceled, ended at its period end, unpaid,
+    /// `incomplete_expired`, or `past_due` beyond the grace period.
+    case expired
+
+    /// Whether a subscription in this state grants its tier.
+    public var grantsAccess: Bool {
+        switch self {
+        case .trialing, .active, .canceling, .grace: true
+        case .free, .incomplete, .paused, .expired: false
+        }
+    }
+}
+
+/// What a user may do right now, derived from their subscriptions and the plan catalog.
+public struct PlanResolution: Sendable, Equatable {
+    /// The tier whose features and limits apply: the granted tier, else the default tier.
+    public var tier: PlanTier
+    /// The granted tier's id; the default tier's when nothing grants access; nil when the
+    /// granting subscription's price is in no tier of the catalog (see ``unmappedPrice``).
+    public var plan: String?
+    /// Whether a subscription grants access now (``why`` is trialing, active, canceling or grace).
+    public var entitled: Bool
+    public var why: AccessReason
+    /// The subscription that decided: the granting one, else the most relevant of the others
+    /// (a live one before an ended one, then the newest); nil when the user has none.
+    public var subscription: LedgerSubscription?
+    /// The item of ``subscription`` that granted the tier (or its first item).
+    public var item: LedgerSubscription.Item?
+    /// The quantity that per-seat limits counted: the granting item's quantity (1 when it has none).
+    public var quantity: Int64?
+    /// Until when the answer holds if nothing else happens: the end of the period or trial, the
+    /// scheduled cancellation, or the end of the grace period. Nil when no subscription grants access.
+    public var validUntil: Int64?
+    /// When the `past_due` grace period ends; nil outside grace or for unlimited grace.
+    public var graceUntil: Int64?
+    /// When access ends or ended: the scheduled cancellation, or when the subscription ended.
+    public var endsAt: Int64?
+    public var features: [String]
+    public var limits: [ResolvedLimit]
+    /// The customer's active Stripe Entitlements (feature lookup keys), sorted.
+    public var stripeEntitlements: [String]
+    /// The price (id, else lookup key) of a granting subscription that no tier names; the app
+    /// then gets ``plan`` nil with the default tier's features and limits.
+    public var unmappedPrice: String?
+
+    /// One limit with the tier's rule applied to the subscription's quantity.
+    public struct ResolvedLimit: Sendable, Equatable {
+        public var key: String
+        public var value: EntitlementLimit
+
+        public init(key: String, value: EntitlementLimit) {
+            self.key = key
+            self.value = value
+        }
+    }
+}
+
+extension PlanCatalog {
+    /// Resolves a user's access from all their subscriptions (of one mode and account).
+    ///
+    /// Each subscription is judged alone: `trialing` and `active` grant their tier (until
+    /// `cancel_at`, or the period end with `cancel_at_period_end`: past it nothing is granted
+    /// even before Stripe's `customer.subscription.deleted` arrives); `past_due` grants it for the
+    /// tier's grace days counted from when the unpaid invoice fell due (its due date, else its
+    /// creation, else the start of the current period: Stripe starts the new period when it
+    /// creates the renewal invoice); `unpaid`, `incomplete`, `incomplete_expired`, `canceled`,
+    /// `paused` and statuses Stripe may add later grant nothing. Among granting subscriptions
+    /// the highest-ranked tier wins, then the later `validUntil`; a price that no tier names
+    /// ranks below every tier.
+    /// - Parameter now: Unix seconds.
+    public func resolve(_ subscriptions: [LedgerSubscription], stripeEntitlements: [String] = [], now: Int64) -> PlanResolution {
+        let evaluations = subscriptions.map { evaluate($0, now: now) }
+        let entitlements = Array(Set(stripeEntitlements)).sorted()
+
+        if let winner = evaluations.filter({ $0.why.grantsAccess }).max(by: Evaluation.ranksBelow) {
+            let tier = winner.tier ?? defaultTier
+            return PlanResolution(
+                tier: tier, plan: winner.tier?.id, entitled: true, why: winner.why, subscription: winner.subscription,
+                item: winner.item, quantity: winner.quantity, validUntil: winner.validUntil, graceUntil: winner.graceUntil,
+                endsAt: winner.endsAt, features: tier.features, limits: Self.limits(of: tier, quantity: winner.quantity ?? 1),
+                stripeEntitlements: entitlements,
+                unmappedPrice: winner.tier == nil ? winner.item.flatMap { $0.price ?? $0.lookupKey } : nil)
+        }
+        let deciding = evaluations.max(by: Evaluation.isLessRelevant)
+        return PlanResolution(
+            tier: defaultTier, plan: defaultTier.id, entitled: false, why: deciding?.why ?? .free,
+            subscription: deciding?.subscription, item: deciding?.item, quantity: nil, validUntil: nil, graceUntil: nil,
+            endsAt: deciding?.endsAt, features: defaultTier.features, limits: Self.limits(of: defaultTier, quantity: 1),
+            stripeEntitlements: entitlements, unmappedPrice: nil)
+    }
+
+    /// One subscription judged alone.
+    struct Evaluation {
+        var subscription: LedgerSubscription
+        var tier: PlanTier?
+        var item: LedgerSubscription.Item?
+        var quantity: Int64?
+        var why: AccessReason
+        var validUntil: Int64?
+        var graceUntil: Int64?
+        var endsAt: Int64?
+
+        /// Order of granting subscriptions: a catalog tier before an unmapped price, then the
+        /// higher rank, the later validity (none = open-ended), the newer subscription, the smaller id.
+        static func ranksBelow(_ a: Evaluation, _ b: Evaluation) -> Bool {
+            if (a.tier == nil) != (b.tier == nil) { return a.tier == nil }
+            if let ra = a.tier?.rank, let rb = b.tier?.rank, ra != rb { return ra < rb }
+            let va = a.validUntil ?? .max
+            let vb = b.validUntil ?? .max
+            if va != vb { return va < vb }
+            let ca = a.subscription.created ?? 0
+            let cb = b.subscription.created ?? 0
+            if ca != cb { return ca < cb }
+            return a.subscription.id > b.subscription.id
+        }
+
+        /// Order of subscriptions that grant nothing: one that may still come back (incomplete,
+        /// paused, past_due, unpaid) before one that is over, then the newer, then the smaller id.
+        static func isLessRelevant(_ a: Evaluation, _ b: Evaluation) -> Bool {
+            let la = a.isLive
+            let lb = b.isLive
+            if la != lb { return !la }
+            let ca = a.subscription.created ?? 0
+            let cb = b.subscription.created ?? 0
+            if ca != cb { return ca < cb }
+            return a.subscription.id > b.subscription.id
+        }
+
+        var isLive: Bool {
+            ![.canceled, .incompleteExpired].contains(subscription.status) && subscription.endedAt == nil
+        }
+    }
+
+    func evaluate(_ subscription: LedgerSubscription, now: Int64) -> Evaluation {
+        // The highest tier any item grants, and of its items the one with the largest quantity.
+        var tier: PlanTier?
+        var item: LedgerSubscription.Item?
+        for candidate in subscription.items {
+            guard let granted = self.tier(price: candidate.price, lookupKey: candidate.lookupKey, product: candidate.product) else { continue }
+            if let current = tier, granted.rank < current.rank { continue }
+            if let current = tier, granted.rank == current.rank, (candidate.quantity ?? 1) <= (item?.quantity ?? 1) { continue }
+            tier = granted
+            item = candidate
+        }
+        if item == nil { item = subscription.items.first }
+        let periodStart = item?.currentPeriodStart ?? subscription.currentPeriodStart
+        let periodEnd = item?.currentPeriodEnd ?? subscription.currentPeriodEnd
+        let scheduledEnd = subscription.cancelAt ?? (subscription.cancelAtPeriodEnd ? periodEnd : nil)
+        var evaluation = Evaluation(
+            subscription: subscription, tier: tier, item: item, quantity: item.map { $0.quantity ?? 1 }, why: .expired,
+            validUntil: nil, graceUntil: nil, endsAt: scheduledEnd)
+
+        switch subscription.status {
+        case .trialing, .active:
+            if let end = scheduledEnd {
+                // Stripe keeps the status until the end, then sends customer.subscription.deleted;
+                // past the end nothing is granted even if that event is late.
+                if now < end {
+                    evaluation.why = .canceling
+                    evaluation.validUntil = end
+                }
+            } else if subscription.status == .trialing {
+                evaluation.why = .trialing
+                evaluation.validUntil = subscription.trialEnd ?? periodEnd
+            } else {
+                evaluation.why = .active
+                evaluation.validUntil = periodEnd
+            }
+        case .pastDue:
+            if let end = scheduledEnd, now >= end { break }
+            switch tier?.pastDueGrace ?? .days(0) {
+            case .days(let days):
+                guard days > 0, let since = subscription.unpaidInvoiceDueAt ?? periodStart else { break }
+                let until = since + days * 86_400
+                if now < until {
+                    evaluation.why = .grace
+                    evaluation.graceUntil = until
+                    evaluation.validUntil = min(until, scheduledEnd ?? .max)
+                }
+            case .unlimited:
+                evaluation.why = .grace
+                evaluation.validUntil = scheduledEnd ?? periodEnd
+            }
+        case .incomplete:
+            evaluation.why = .incomplete
+        case .paused:
+            evaluation.why = .paused
+        case .canceled, .incompleteExpired:
+            evaluation.endsAt = subscription.endedAt ?? subscription.canceledAt ?? scheduledEnd
+        default:
+            // unpaid, and statuses Stripe may add later: nothing is granted.
+            break
+        }
+        return evaluation
+    }
+
+    /// The tier's limits for a subscription of `quantity` units.
+    static func limits(of tier: PlanTier, quantity: Int64) -> [PlanResolution.ResolvedLimit] {
+        tier.limits.map { limit in
+            switch limit.value {
+            case .count(let count):
+                return .init(key: limit.key, value: .count(count))
+            case .unlimited:
+                return .init(key: limit.key, value: .unlimited)
+            case .perQuantity(let factor):
+                let (product, overflow) = factor.multipliedReportingOverflow(by: max(quantity, 0))
+                return .init(key: limit.key, value: .count(overflow ? .max : product))
+            }
+        }
+    }
+}

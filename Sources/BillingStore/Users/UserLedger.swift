@@ -1,0 +1,261 @@
+import BillingCore
+import GRDB
+
+/// The service API's reads of the ledger, per app user: their customers, subscriptions,
+/// entitlements, invoices and payment methods. Each call is one read transaction on a reader
+/// connection (never the writer), with cached statements on covering indexes, so that a client
+/// polling every few seconds costs a few index lookups and no Stripe call.
+///
+/// A user's customers are the union of customers whose `metadata.app_user_id` is the user (not
+/// deleted) and customers a completed Checkout session tied to the user (`client_reference_id`).
+public struct UserLedger: Sendable {
+    let database: LedgerDatabase
+
+    public init(database: LedgerDatabase) {
+        self.database = database
+    }
+
+    /// The user's customers in `scope`, preferred first; empty for a user billingd does not know.
+    public func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {
+        try await read { db in try Self.customers(of: user, in: scope, db: db) }
+    }
+
+    /// The user's customers, subscriptions and active Stripe Entitlements in `scope`.
+    /// - Parameter stripeEntitlements: false leaves ``UserBilling/stripeEntitlements`` empty and
+    ///   saves their lookup, for answers that do not show them.
+    public func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool = true) async throws -> UserBilling {
+        try await read { db in try Self.billing(of: user, in: scope, stripeEntitlements: stripeEntitlements, db: db) }
+    }
+
+    /// A page of the user's invoices (drafts and deleted invoices left out), newest first; nil
+    /// for a user without customers.
+    /// - Parameter startingAfter: an invoice of the user; the page starts after it.
+    /// - Throws: ``UserLedgerError/unknownInvoice(_:)`` when `startingAfter` is not the user's.
+    public func invoices(of user: String, in scope: ServiceScope, limit: Int, startingAfter: String?) async throws -> UserInvoicePage? {
+        precondition(limit > 0)
+        return try await read { db in
+            let customers = try Self.customers(of: user, in: scope, db: db).map(\.id)
+            guard !customers.isEmpty else { return nil }
+            return try Self.invoices(of: customers, in: scope, limit: limit, startingAfter: startingAfter, db: db)
+        }
+    }
+
+    /// The user's payment methods (detached ones left out), newest first; nil for a user without
+    /// customers.
+    public func paymentMethods(of user: String, in scope: ServiceScope) async throws -> [UserPaymentMethod]? {
+        try await read { db in
+            let customers = try Self.customers(of: user, in: scope, db: db)
+            guard !customers.isEmpty else { return nil }
+            return try Self.paymentMethods(of: customers, in: scope, db: db)
+        }
+    }
+
+    /// One read transaction on a reader connection: GRDB's `read`, with the `BEGIN` and `COMMIT`
+    /// statements cached (`read` parses them again on every call, which costs as much as one of
+    /// the index lookups). It runs on the reader's queue, not on the caller's thread: blocking one
+    /// of the two cooperative threads of a 2-core machine for the read raised p99 by half
+    /// (scripts/bench-api).
+    private func read<T: Sendable>(_ block: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await database.writer.unsafeRead { db in
+            try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+            do {
+                let value = try block(db)
+                try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+                return value
+            } catch {
+                try? db.cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
+                throw error
+            }
+        }
+    }
+
+    // MARK: - Queries, inside the caller's transaction
+
+    /// Customers by metadata (the `customer_appUser_scope` covering index) and by Checkout link
+    /// (`userLink`'s key).
+    static let customersSQL = """
+        SELECT id, created, defaultPaymentMethod, vDeleted, 1 FROM customer
+        WHERE appUserID = ? AND account = ? AND livemode = ?
+        UNION ALL
+        SELECT u.customer, c.created, c.defaultPaymentMethod, COALESCE(c.vDeleted, 0), 0 FROM userLink u
+        LEFT JOIN customer c ON c.account = u.account AND c.livemode = u.livemode AND c.id = u.customer
+        WHERE u.account = ? AND u.livemode = ? AND u.appUserID = ?
+        """
+
+    static func customers(of user: String, in scope: ServiceScope, db: Database) throws -> [LinkedCustomer] {
+        let statement = try db.cachedStatement(sql: customersSQL)
+        var customers: [LinkedCustomer] = []
+        var deleted: [String] = []
+        try UserLedgerColumns.forEachRow(
+            statement, arguments: [user, scope.account, scope.livemode, scope.account, scope.livemode, user]
+        ) { row in
+            guard let id = row.string(0) else { return }
+            if row.bool(3) {
+                deleted.append(id)
+                return
+            }
+            let byMetadata = row.bool(4)
+            if let index = customers.firstIndex(where: { $0.id == id }) {
+                if byMetadata { customers[index].byMetadata = true } else { customers[index].byCheckout = true }
+                return
+            }
+            customers.append(LinkedCustomer(
+                id: id, byMetadata: byMetadata, byCheckout: !byMetadata, created: row.int64(1), defaultPaymentMethod: row.string(2)))
+        }
+        if !deleted.isEmpty { customers.removeAll { deleted.contains($0.id) } }
+        if customers.count > 1 { customers.sort(by: LinkedCustomer.isPreferred) }
+        return customers
+    }
+
+    /// A customer's subscriptions with their items, one row per item (items in id order).
+    static let subscriptionsSQL = """
+        SELECT s.id, s.status, s.currency, s.cancelAtPeriodEnd, s.cancelAt, s.canceledAt, s.endedAt, s.trialStart,
+            s.trialEnd, s.currentPeriodStart, s.currentPeriodEnd, s.created, s.latestInvoice, s.defaultPaymentMethod,
+            i.id, i.price, i.product, i.lookupKey, i.quantity, i.unitAmount, i.currency, i.interval, i.intervalCount,
+            i.currentPeriodStart, i.currentPeriodEnd
+        FROM subscription s
+        LEFT JOIN subscriptionItem i ON i.account = s.account AND i.livemode = s.livemode AND i.subscription = s.id
+        WHERE s.account = ? AND s.livemode = ? AND s.customer = ?
+        """
+
+    static let invoiceDueSQL = "SELECT status, dueDate, created FROM invoice WHERE account = ? AND livemode = ? AND id = ?"
+
+    static let entitlementsSQL = "SELECT lookupKey FROM activeEntitlement WHERE account = ? AND livemode = ? AND customer = ?"
+
+    static func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool = true, db: Database) throws -> UserBilling {
+        let customers = try customers(of: user, in: scope, db: db)
+        var subscriptions: [LedgerSubscription] = []
+        var entitlements: [String] = []
+        if !customers.isEmpty {
+            let subscriptionStatement = try db.cachedStatement(sql: subscriptionsSQL)
+            let entitlementStatement = try db.cachedStatement(sql: entitlementsSQL)
+            for customer in customers {
+                try appendSubscriptions(of: customer.id, in: scope, statement: subscriptionStatement, to: &subscriptions)
+                guard stripeEntitlements else { continue }
+                let keys = try String.fetchCursor(entitlementStatement, arguments: [scope.account, scope.livemode, customer.id])
+                while let key = try keys.next() { entitlements.append(key) }
+            }
+            // A past_due subscription's grace counts from when its unpaid invoice fell due.
+            for index in subscriptions.indices where subscriptions[index].status == .pastDue {
+                guard let invoice = subscriptions[index].latestInvoice else { continue }
+                try UserLedgerColumns.forEachRow(
+                    db.cachedStatement(sql: invoiceDueSQL), arguments: [scope.account, scope.livemode, invoice]
+                ) { row in
+                    if row.string(0) == "open" { subscriptions[index].unpaidInvoiceDueAt = row.int64(1) ?? row.int64(2) }
+                }
+            }
+        }
+        return UserBilling(user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements)
+    }
+
+    private static func appendSubscriptions(
+        of customer: String, in scope: ServiceScope, statement: Statement, to subscriptions: inout [LedgerSubscription]
+    ) throws {
+        let first = subscriptions.endIndex
+        try UserLedgerColumns.forEachRow(statement, arguments: [scope.account, scope.livemode, customer]) { row in
+            guard let id = row.string(0) else { return }
+            // One row per item; a subscription's rows normally come together.
+            var index = subscriptions.endIndex - 1
+            if index < first || subscriptions[index].id != id {
+                index = subscriptions[first...].firstIndex { $0.id == id } ?? subscriptions.endIndex
+            }
+            if index == subscriptions.endIndex {
+                subscriptions.append(LedgerSubscription(
+                    id: id, customer: customer, status: SubscriptionStatus(rawValue: row.string(1) ?? ""), created: row.int64(11),
+                    currency: row.string(2), cancelAtPeriodEnd: row.bool(3), cancelAt: row.int64(4), canceledAt: row.int64(5),
+                    endedAt: row.int64(6), trialStart: row.int64(7), trialEnd: row.int64(8), currentPeriodStart: row.int64(9),
+                    currentPeriodEnd: row.int64(10), latestInvoice: row.string(12), defaultPaymentMethod: row.string(13)))
+            }
+            guard let itemID = row.string(14) else { return }
+            subscriptions[index].items.append(LedgerSubscription.Item(
+                id: itemID, price: row.string(15), product: row.string(16), lookupKey: row.string(17), quantity: row.int64(18),
+                unitAmount: row.int64(19), currency: row.string(20), interval: row.string(21).map(RecurringInterval.init(rawValue:)),
+                intervalCount: row.int64(22), currentPeriodStart: row.int64(23), currentPeriodEnd: row.int64(24)))
+        }
+    }
+
+    static func invoices(
+        of customers: [String], in scope: ServiceScope, limit: Int, startingAfter: String?, db: Database
+    ) throws -> UserInvoicePage {
+        let placeholders = Array(repeating: "?", count: customers.count).joined(separator: ",")
+        var arguments: StatementArguments = [scope.account, scope.livemode]
+        arguments += StatementArguments(customers)
+        var after = ""
+        if let startingAfter {
+            let cursor = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT COALESCE(created, 0), id FROM invoice WHERE account = ? AND livemode = ? AND id = ? AND customer IN (\(placeholders))"),
+                arguments: [scope.account, scope.livemode, startingAfter] + StatementArguments(customers))
+            guard let cursor else { throw UserLedgerError.unknownInvoice(startingAfter) }
+            let created: Int64 = cursor[0]
+            after = "AND (COALESCE(created, 0) < ? OR (COALESCE(created, 0) = ? AND id < ?))"
+            arguments += [created, created, startingAfter]
+        }
+        arguments += [limit + 1]
+        // The lines' periods are the service billed; the invoice's own period_start/period_end
+        // are Stripe's bookkeeping (for a renewal, the period that just ended).
+        let statement = try db.cachedStatement(sql: """
+            SELECT id, number, customer, subscription, status, currency, subtotal, discount, tax, total, amountDue,
+                amountPaid, amountRemaining, created, finalizedAt, paidAt, voidedAt, dueDate, billingReason,
+                collectionMethod, hostedInvoiceURL, invoicePDF,
+                (SELECT MIN(l.periodStart) FROM invoiceLine l WHERE l.account = invoice.account AND l.livemode = invoice.livemode AND l.invoice = invoice.id),
+                (SELECT MAX(l.periodEnd) FROM invoiceLine l WHERE l.account = invoice.account AND l.livemode = invoice.livemode AND l.invoice = invoice.id),
+                periodStart, periodEnd
+            FROM invoice
+            WHERE account = ? AND livemode = ? AND customer IN (\(placeholders)) AND status IS NOT NULL AND status <> 'draft'
+                AND vDeleted = 0 \(after)
+            ORDER BY COALESCE(created, 0) DESC, id DESC
+            LIMIT ?
+            """)
+        var invoices: [UserInvoice] = []
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        while let row = try rows.next() {
+            invoices.append(UserInvoice(
+                id: row[0], number: row[1], customer: row[2], subscription: row[3], status: row[4], currency: row[5],
+                subtotal: row[6], discount: row[7], tax: row[8], total: row[9], amountDue: row[10], amountPaid: row[11],
+                amountRemaining: row[12], created: row[13], finalizedAt: row[14], paidAt: row[15], voidedAt: row[16],
+                dueDate: row[17], periodStart: row[22] ?? row[24], periodEnd: row[23] ?? row[25], billingReason: row[18],
+                collectionMethod: row[19], hostedInvoiceURL: row[20], invoicePDF: row[21]))
+        }
+        let hasMore = invoices.count > limit
+        if hasMore { invoices.removeLast() }
+        return UserInvoicePage(invoices: invoices, hasMore: hasMore)
+    }
+
+    static let paymentMethodsSQL = """
+        SELECT id, type, brand, last4, expMonth, expYear, created FROM paymentMethod
+        WHERE account = ? AND livemode = ? AND customer = ? AND vDeleted = 0
+        ORDER BY created DESC, id
+        """
+
+    /// The default payment method of a customer's newest live subscription, for customers whose
+    /// invoice settings name none (Checkout sets the subscription's, not the customer's).
+    static let subscriptionDefaultSQL = """
+        SELECT defaultPaymentMethod FROM subscription
+        WHERE account = ? AND livemode = ? AND customer = ? AND defaultPaymentMethod IS NOT NULL
+            AND status NOT IN ('canceled', 'incomplete_expired')
+        ORDER BY created DESC, id LIMIT 1
+        """
+
+    static func paymentMethods(of customers: [LinkedCustomer], in scope: ServiceScope, db: Database) throws -> [UserPaymentMethod] {
+        var methods: [UserPaymentMethod] = []
+        for customer in customers {
+            var defaultMethod = customer.defaultPaymentMethod
+            if defaultMethod == nil {
+                defaultMethod = try String.fetchOne(
+                    db.cachedStatement(sql: subscriptionDefaultSQL), arguments: [scope.account, scope.livemode, customer.id])
+            }
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(sql: paymentMethodsSQL), arguments: [scope.account, scope.livemode, customer.id])
+            while let row = try rows.next() {
+                let id: String = row[0]
+                methods.append(UserPaymentMethod(
+                    id: id, customer: customer.id, type: row[1], brand: row[2], last4: row[3], expMonth: row[4],
+                    expYear: row[5], created: row[6], isDefault: id == defaultMethod))
+            }
+        }
+        if customers.count > 1 {
+            methods.sort { ($0.created ?? 0, $1.id) > ($1.created ?? 0, $0.id) }
+        }
+        return methods
+    }
+}
