@@ -28,6 +28,11 @@ public struct BillingServerDependencies: Sendable {
     /// Stripe for the service API's Checkout, portal and cancel; nil without `STRIPE_API_KEY`
     /// (those endpoints then answer 503 `stripe_not_configured`).
     public var stripe: StripeClient?
+    /// Verifies App Store data; nil when App Store support is off (no `APPSTORE_BUNDLE_ID`):
+    /// `POST /webhooks/appstore` is then not served.
+    public var appStoreVerifier: AppStoreVerifier?
+    /// Who keeps a purchase a second user restores (`APPSTORE_OWNERSHIP`).
+    public var appStoreOwnership: AppStoreOwnershipRule = .keep
 
     public init(
         database: LedgerDatabase, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -61,11 +66,17 @@ public enum BillingApplication {
             verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
             configuration: dependencies.webhook, now: dependencies.now
         ).addRoutes(to: router)
+        if let verifier = dependencies.appStoreVerifier {
+            AppStoreWebhookController(
+                verifier: verifier, committer: dependencies.committer, metrics: dependencies.metrics,
+                maximumBodySize: dependencies.webhook.maximumBodySize, now: dependencies.now
+            ).addRoutes(to: router)
+        }
         HealthController(database: dependencies.database).addRoutes(to: router)
+        let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(
-            database: dependencies.database, tokens: dependencies.apiTokens,
-            users: .init(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now),
-            stripe: dependencies.stripe
+            database: dependencies.database, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
+            appStore: .init(verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users)
         ).addRoutes(to: router)
         let metrics = dependencies.metrics
         let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }

@@ -5,16 +5,16 @@ import Foundation
 public struct Billingd: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "billingd",
-        abstract: "Stripe webhook and billing reconciliation daemon.",
+        abstract: "Billing daemon for Stripe and the App Store: webhooks, one ledger, reconcile, and your app's entitlements.",
         discussion: """
-            billingd receives Stripe's webhooks, keeps a local ledger of customers, subscriptions, invoices and payment methods, repairs it against Stripe's API, and answers your app's backend.
+            billingd receives Stripe's webhooks and Apple's App Store Server Notifications, keeps a local ledger of customers, subscriptions, invoices, payment methods and App Store transactions, repairs it against Stripe's API, and answers your app's backend.
 
             Settings come from environment variables, or from a KEY=VALUE file named by --config (the environment wins):
 
             \(Settings.helpTable)
             """,
         version: BillingdVersion.current,
-        subcommands: [Serve.self, Reconcile.self, Trigger.self, Events.self, Replay.self, Inspect.self, Backup.self, Export.self, Checkout.self, Portal.self]
+        subcommands: [Serve.self, Reconcile.self, Trigger.self, Events.self, Replay.self, Inspect.self, Backup.self, Export.self, Checkout.self, Portal.self, AppStore.self]
     )
 
     public init() {}

@@ -32,6 +32,7 @@ struct Serve: AsyncParsableCommand {
         let database = try global.openDatabase(settings)
 
         var secrets = settings.webhookSecrets
+        let isLocal = secrets.isEmpty && local
         if secrets.isEmpty {
             guard local else {
                 throw ValidationError(
@@ -67,7 +68,24 @@ struct Serve: AsyncParsableCommand {
             committer: committer, metrics: metrics, benchmarkRoutes: benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
         dependencies.stripe = stripe
-        dependencies.scope = .forAPIKey(isLive: settings.apiKeyIsLive)
+        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: database, creating: true) : nil
+        dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
+        dependencies.appStoreOwnership = settings.appStoreOwnership
+        // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
+        // key) that accepts Production data answers in live mode.
+        let appStoreLive = settings.apiKey == nil && settings.appStoreBundleID != nil && settings.appStoreAppAppleID != nil
+            && settings.appStoreEnvironments.contains(.production)
+        dependencies.scope = .forAPIKey(isLive: settings.apiKeyIsLive ?? (appStoreLive ? true : nil))
+        if dependencies.appStoreVerifier != nil {
+            logger.notice(
+                "App Store on: POST /webhooks/appstore",
+                metadata: [
+                    "bundle_id": "\(settings.appStoreBundleID ?? AppStoreSupport.localBundleID)",
+                    "environments": "\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
+                    "ownership": "\(settings.appStoreOwnership.rawValue)",
+                    "local_pki": "\(localPKI != nil)",
+                ])
+        }
         if let plansPath = settings.plansPath {
             do {
                 dependencies.plans = try PlanCatalogLoader.load(path: plansPath)

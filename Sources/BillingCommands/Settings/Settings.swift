@@ -32,6 +32,16 @@ public struct Settings: Sendable {
     public var eventsSweepInterval: Duration?
     /// How often `serve` runs a full reconcile; nil = off.
     public var reconcileInterval: Duration?
+    /// The app's bundle id; App Store support is on when it is set.
+    public var appStoreBundleID: String?
+    /// The app's Apple id, required to accept Production data.
+    public var appStoreAppAppleID: Int64?
+    /// Accepted App Store environments.
+    public var appStoreEnvironments: Set<AppStoreEnvironment>
+    /// Paths of trust anchors (DER or PEM); empty = the bundled Apple Root CA - G3.
+    public var appStoreRootCertificates: [String]
+    /// Who keeps a purchase that a second app user restores.
+    public var appStoreOwnership: AppStoreOwnershipRule
 
     /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
     public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
@@ -53,12 +63,18 @@ public struct Settings: Sendable {
         ("STRIPE_RATE_LIMIT", "25 test / 100 live", "Stripe requests per second"),
         ("BILLINGD_EVENTS_SWEEP_INTERVAL", "5m", "serve's missed-events sweep (off)"),
         ("BILLINGD_RECONCILE_INTERVAL", "24h", "serve's full reconcile (off)"),
+        ("APPSTORE_BUNDLE_ID", "App Store off", "the app's bundle id; turns App Store on"),
+        ("APPSTORE_APP_APPLE_ID", "none", "the app's Apple id; needed for Production"),
+        ("APPSTORE_ENVIRONMENTS", "Production,Sandbox", "accepted App Store environments"),
+        ("APPSTORE_ROOT_CERTIFICATES", "Apple Root CA - G3", "trust anchors, DER/PEM paths"),
+        ("APPSTORE_OWNERSHIP", "keep", "keep or transfer restored purchases"),
     ]
 
     /// The settings as an aligned table for `--help`.
     public static var helpTable: String {
-        documented.map { setting in
-            "  " + setting.name.padding(toLength: 29, withPad: " ", startingAt: 0)
+        let width = (documented.map(\.name.count).max() ?? 0) + 2
+        return documented.map { setting in
+            "  " + setting.name.padding(toLength: width, withPad: " ", startingAt: 0)
                 + "\(setting.meaning) [\(setting.defaultValue)]"
         }.joined(separator: "\n")
     }
@@ -166,6 +182,39 @@ public struct Settings: Sendable {
         }
         eventsSweepInterval = try duration("BILLINGD_EVENTS_SWEEP_INTERVAL", default: .seconds(300), range: 30...86_400, allowOff: true)
         reconcileInterval = try duration("BILLINGD_RECONCILE_INTERVAL", default: .seconds(86_400), range: 300...(30 * 86_400), allowOff: true)
+
+        appStoreBundleID = value("APPSTORE_BUNDLE_ID")
+        if let bundle = appStoreBundleID,
+            !(1...255).contains(bundle.utf8.count) || !bundle.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_") })
+        {
+            throw SettingsError.invalid("APPSTORE_BUNDLE_ID", bundle, "the app's bundle id from App Store Connect, such as com.example.app")
+        }
+        if let id = value("APPSTORE_APP_APPLE_ID") {
+            guard let number = Int64(id), number > 0 else {
+                throw SettingsError.invalid("APPSTORE_APP_APPLE_ID", id, "the app's Apple ID, a number (App Store Connect → App Information → Apple ID)")
+            }
+            appStoreAppAppleID = number
+        } else {
+            appStoreAppAppleID = nil
+        }
+        let known = [AppStoreEnvironment.production, .sandbox, .xcode, .localTesting]
+        var environments = Set<AppStoreEnvironment>()
+        for name in list("APPSTORE_ENVIRONMENTS") {
+            guard let environment = known.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
+                throw SettingsError.invalid("APPSTORE_ENVIRONMENTS", name, "a comma-separated list of Production, Sandbox, Xcode, LocalTesting")
+            }
+            environments.insert(environment)
+        }
+        appStoreEnvironments = environments.isEmpty ? [.production, .sandbox] : environments
+        appStoreRootCertificates = list("APPSTORE_ROOT_CERTIFICATES")
+        if let rule = value("APPSTORE_OWNERSHIP") {
+            guard let parsed = AppStoreOwnershipRule(rawValue: rule.lowercased()) else {
+                throw SettingsError.invalid("APPSTORE_OWNERSHIP", rule, "keep (the first user keeps a purchase) or transfer (a restore moves it)")
+            }
+            appStoreOwnership = parsed
+        } else {
+            appStoreOwnership = .keep
+        }
     }
 
     /// Seconds in `90`, `90s`, `5m`, `24h` or `1d`.

@@ -13,6 +13,7 @@ public struct PlanCatalog: Sendable, Equatable {
     private let tierIndexByPrice: [String: Int]
     private let tierIndexByLookupKey: [String: Int]
     private let tierIndexByProduct: [String: Int]
+    private let tierIndexByAppStoreProduct: [String: Int]
 
     /// The catalog without `BILLINGD_PLANS`: one tier, `free`, with no features and no limits.
     /// Every paid subscription then has an unmapped price (see ``PlanResolution/plan``).
@@ -29,7 +30,7 @@ public struct PlanCatalog: Sendable, Equatable {
             PlanTier(
                 id: tier.id, name: tier.name, rank: tier.rank, description: tier.description,
                 prices: (tier.stripe?.prices ?? []).map { PlanPrice(id: $0.id, lookupKey: $0.lookupKey, interval: $0.interval) },
-                products: tier.stripe?.products ?? [], features: tier.features,
+                products: tier.stripe?.products ?? [], appStoreProducts: tier.appStore?.products ?? [], features: tier.features,
                 limits: tier.limits.map { PlanLimit(key: $0.key, value: $0.value) },
                 pastDueGrace: tier.pastDueGraceDays ?? .days(0))
         }
@@ -45,6 +46,7 @@ public struct PlanCatalog: Sendable, Equatable {
         var byPrice: [String: Int] = [:]
         var byLookupKey: [String: Int] = [:]
         var byProduct: [String: Int] = [:]
+        var byAppStoreProduct: [String: Int] = [:]
         func described(_ index: Int) -> String { "tiers[\(index)] (\(tiers[index].id))" }
 
         for (index, tier) in tiers.enumerated() {
@@ -104,6 +106,16 @@ public struct PlanCatalog: Sendable, Equatable {
                 }
                 byProduct[product] = index
             }
+            for (position, product) in tier.appStoreProducts.enumerated() {
+                let productPath: [PlanCatalogError.PathComponent] = [.key("app_store"), .key("products"), .index(position)]
+                guard Self.isAppStoreProductID(product) else {
+                    throw fail(productPath, "\"\(product)\" is not an App Store product id; expected the id from App Store Connect, such as com.example.pro.monthly (letters, digits, . _ and -)")
+                }
+                if let other = byAppStoreProduct[product] {
+                    throw fail(productPath, "App Store product \(product) already grants \(described(other)); a product can grant only one tier")
+                }
+                byAppStoreProduct[product] = index
+            }
 
             var features = Set<String>()
             for (position, feature) in tier.features.enumerated() {
@@ -145,6 +157,7 @@ public struct PlanCatalog: Sendable, Equatable {
         tierIndexByPrice = byPrice
         tierIndexByLookupKey = byLookupKey
         tierIndexByProduct = byProduct
+        tierIndexByAppStoreProduct = byAppStoreProduct
     }
 
     /// The tier with this id.
@@ -161,7 +174,19 @@ public struct PlanCatalog: Sendable, Equatable {
         return nil
     }
 
+    /// The tier an App Store product grants.
+    public func tier(appStoreProduct product: String) -> PlanTier? {
+        tierIndexByAppStoreProduct[product].map { tiers[$0] }
+    }
+
     // MARK: - Shapes
+
+    /// An App Store product id: 1 to 255 letters, digits, `.`, `_` or `-`.
+    static func isAppStoreProductID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard (1...255).contains(bytes.count) else { return false }
+        return bytes.allSatisfy { isAlphanumeric($0) || [UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-")].contains($0) }
+    }
 
     static func isTierID(_ text: String) -> Bool {
         let bytes = Array(text.utf8)

@@ -15,11 +15,12 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
         public var rank: Int64
         public var description: String?
         public var stripe: Stripe?
+        public var appStore: AppStore?
         public var features: [String]
         public var limits: [Limit]
         public var pastDueGraceDays: PastDueGrace?
 
-        static let keys = ["id", "name", "rank", "description", "stripe", "features", "limits", "past_due_grace_days"]
+        static let keys = ["id", "name", "rank", "description", "stripe", "app_store", "features", "limits", "past_due_grace_days"]
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CatalogKey.self)
@@ -29,6 +30,7 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
             rank = try container.required(Int64.self, "rank")
             description = try container.optional(String.self, "description")
             stripe = try container.optional(Stripe.self, "stripe")
+            appStore = try container.optional(AppStore.self, "app_store")
             features = try container.optional([String].self, "features") ?? []
             if container.contains(CatalogKey("limits")), !(try container.decodeNil(forKey: CatalogKey("limits"))) {
                 let limits = try container.nestedContainer(keyedBy: CatalogKey.self, forKey: CatalogKey("limits"))
@@ -50,6 +52,17 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
             let container = try decoder.container(keyedBy: CatalogKey.self)
             try container.refuseUnknownKeys(["prices", "products"])
             prices = try container.optional([Price].self, "prices") ?? []
+            products = try container.optional([String].self, "products") ?? []
+        }
+    }
+
+    /// The App Store side of a tier: the product ids whose purchase grants it.
+    public struct AppStore: Decodable, Sendable, Equatable {
+        public var products: [String]
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CatalogKey.self)
+            try container.refuseUnknownKeys(["products"])
             products = try container.optional([String].self, "products") ?? []
         }
     }

@@ -18,12 +18,17 @@ public enum AccessReason: String, Sendable, Hashable, CaseIterable {
     /// Had a subscription, none grants access now: canceled, ended at its period end, unpaid,
     /// `incomplete_expired`, or `past_due` beyond the grace period.
     case expired
+    /// An App Store renewal failed and Apple keeps retrying without a grace period: no access
+    /// until the payment goes through.
+    case billingRetry = "billing_retry"
+    /// The App Store purchase was refunded or its family sharing revoked.
+    case revoked
 
     /// Whether a subscription in this state grants its tier.
     public var grantsAccess: Bool {
         switch self {
         case .trialing, .active, .canceling, .grace: true
-        case .free, .incomplete, .paused, .expired: false
+        case .free, .incomplete, .paused, .expired, .billingRetry, .revoked: false
         }
     }
 }
@@ -38,9 +43,16 @@ public struct PlanResolution: Sendable, Equatable {
     /// Whether a subscription grants access now (``why`` is trialing, active, canceling or grace).
     public var entitled: Bool
     public var why: AccessReason
-    /// The subscription that decided: the granting one, else the most relevant of the others
-    /// (a live one before an ended one, then the newest); nil when the user has none.
+    /// Which store the deciding subscription is in; nil when the user has none.
+    public var source: EntitlementSource?
+    /// The Stripe subscription that decided: the granting one, else the most relevant of the
+    /// others (a live one before an ended one, then the newest); nil when the user has none or
+    /// an App Store purchase decided.
     public var subscription: LedgerSubscription?
+    /// The App Store subscription (or one-time purchase) that decided, when one did.
+    public var appStoreSubscription: AppStoreSubscriptionRecord?
+    /// Its status at the time of resolution.
+    public var appStoreStatus: AppStoreStatus?
     /// The item of ``subscription`` that granted the tier (or its first item).
     public var item: LedgerSubscription.Item?
     /// The quantity that per-seat limits counted: the granting item's quantity (1 when it has none).
@@ -72,8 +84,15 @@ public struct PlanResolution: Sendable, Equatable {
     }
 }
 
+/// The store a subscription was bought in.
+public enum EntitlementSource: String, Sendable, Hashable {
+    case stripe
+    case appStore = "app_store"
+}
+
 extension PlanCatalog {
-    /// Resolves a user's access from all their subscriptions (of one mode and account).
+    /// Resolves a user's access from all their subscriptions (of one mode and account), in
+    /// Stripe and in the App Store.
     ///
     /// Each subscription is judged alone: `trialing` and `active` grant their tier (until
     /// `cancel_at`, or the period end with `cancel_at_period_end`: past it nothing is granted
@@ -83,32 +102,40 @@ extension PlanCatalog {
     /// creates the renewal invoice); `unpaid`, `incomplete`, `incomplete_expired`, `canceled`,
     /// `paused` and statuses Stripe may add later grant nothing. Among granting subscriptions
     /// the highest-ranked tier wins, then the later `validUntil`; a price that no tier names
-    /// ranks below every tier.
+    /// ranks below every tier. App Store purchases are judged by ``AppStoreSubscriptionRecord/status(now:)``
+    /// and ranked with the Stripe subscriptions: the highest tier any entitled source grants wins.
     /// - Parameter now: Unix seconds.
-    public func resolve(_ subscriptions: [LedgerSubscription], stripeEntitlements: [String] = [], now: Int64) -> PlanResolution {
-        let evaluations = subscriptions.map { evaluate($0, now: now) }
+    public func resolve(
+        _ subscriptions: [LedgerSubscription], appStore: [AppStoreSubscriptionRecord] = [], stripeEntitlements: [String] = [],
+        now: Int64
+    ) -> PlanResolution {
+        let evaluations = subscriptions.map { evaluate($0, now: now) } + appStore.map { evaluate($0, now: now) }
         let entitlements = Array(Set(stripeEntitlements)).sorted()
 
         if let winner = evaluations.filter({ $0.why.grantsAccess }).max(by: Evaluation.ranksBelow) {
             let tier = winner.tier ?? defaultTier
             return PlanResolution(
-                tier: tier, plan: winner.tier?.id, entitled: true, why: winner.why, subscription: winner.subscription,
+                tier: tier, plan: winner.tier?.id, entitled: true, why: winner.why, source: winner.source,
+                subscription: winner.subscription, appStoreSubscription: winner.appStore, appStoreStatus: winner.appStoreStatus,
                 item: winner.item, quantity: winner.quantity, validUntil: winner.validUntil, graceUntil: winner.graceUntil,
                 endsAt: winner.endsAt, features: tier.features, limits: Self.limits(of: tier, quantity: winner.quantity ?? 1),
                 stripeEntitlements: entitlements,
-                unmappedPrice: winner.tier == nil ? winner.item.flatMap { $0.price ?? $0.lookupKey } : nil)
+                unmappedPrice: winner.tier == nil ? winner.item.flatMap { $0.price ?? $0.lookupKey } ?? winner.appStore?.productID : nil)
         }
         let deciding = evaluations.max(by: Evaluation.isLessRelevant)
         return PlanResolution(
-            tier: defaultTier, plan: defaultTier.id, entitled: false, why: deciding?.why ?? .free,
-            subscription: deciding?.subscription, item: deciding?.item, quantity: nil, validUntil: nil, graceUntil: nil,
+            tier: defaultTier, plan: defaultTier.id, entitled: false, why: deciding?.why ?? .free, source: deciding?.source,
+            subscription: deciding?.subscription, appStoreSubscription: deciding?.appStore,
+            appStoreStatus: deciding?.appStoreStatus, item: deciding?.item, quantity: nil, validUntil: nil, graceUntil: nil,
             endsAt: deciding?.endsAt, features: defaultTier.features, limits: Self.limits(of: defaultTier, quantity: 1),
             stripeEntitlements: entitlements, unmappedPrice: nil)
     }
 
     /// One subscription judged alone.
     struct Evaluation {
-        var subscription: LedgerSubscription
+        var subscription: LedgerSubscription?
+        var appStore: AppStoreSubscriptionRecord?
+        var appStoreStatus: AppStoreStatus?
         var tier: PlanTier?
         var item: LedgerSubscription.Item?
         var quantity: Int64?
@@ -116,6 +143,11 @@ extension PlanCatalog {
         var validUntil: Int64?
         var graceUntil: Int64?
         var endsAt: Int64?
+
+        var source: EntitlementSource { appStore == nil ? .stripe : .appStore }
+        /// Unix seconds: a Stripe subscription's creation, an App Store purchase's current period start.
+        var created: Int64 { subscription?.created ?? appStore?.purchaseDate.map { $0 / 1000 } ?? 0 }
+        var id: String { subscription?.id ?? appStore?.originalTransactionID ?? "" }
 
         /// Order of granting subscriptions: a catalog tier before an unmapped price, then the
         /// higher rank, the later validity (none = open-ended), the newer subscription, the smaller id.
@@ -125,10 +157,8 @@ extension PlanCatalog {
             let va = a.validUntil ?? .max
             let vb = b.validUntil ?? .max
             if va != vb { return va < vb }
-            let ca = a.subscription.created ?? 0
-            let cb = b.subscription.created ?? 0
-            if ca != cb { return ca < cb }
-            return a.subscription.id > b.subscription.id
+            if a.created != b.created { return a.created < b.created }
+            return a.id > b.id
         }
 
         /// Order of subscriptions that grant nothing: one that may still come back (incomplete,
@@ -137,14 +167,16 @@ extension PlanCatalog {
             let la = a.isLive
             let lb = b.isLive
             if la != lb { return !la }
-            let ca = a.subscription.created ?? 0
-            let cb = b.subscription.created ?? 0
-            if ca != cb { return ca < cb }
-            return a.subscription.id > b.subscription.id
+            if a.created != b.created { return a.created < b.created }
+            return a.id > b.id
         }
 
+        /// Whether it may still come back without a new purchase.
         var isLive: Bool {
-            ![.canceled, .incompleteExpired].contains(subscription.status) && subscription.endedAt == nil
+            if let subscription {
+                return ![.canceled, .incompleteExpired].contains(subscription.status) && subscription.endedAt == nil
+            }
+            return appStoreStatus == .billingRetry
         }
     }
 
@@ -207,6 +239,41 @@ extension PlanCatalog {
         default:
             // unpaid, and statuses Stripe may add later: nothing is granted.
             break
+        }
+        return evaluation
+    }
+
+    /// An App Store purchase judged alone, by its dates (see ``AppStoreSubscriptionRecord/status(now:)``).
+    func evaluate(_ record: AppStoreSubscriptionRecord, now: Int64) -> Evaluation {
+        let status = record.status(now: now * 1000)
+        let expires = record.expiresDate.map { $0 / 1000 }
+        var evaluation = Evaluation(
+            subscription: nil, appStore: record, appStoreStatus: status, tier: tier(appStoreProduct: record.productID), item: nil,
+            quantity: 1, why: .expired, validUntil: nil, graceUntil: nil, endsAt: nil)
+        switch status {
+        case .active:
+            if record.isLifetime {
+                evaluation.why = .active
+            } else if record.willRenew {
+                evaluation.why = .active
+                evaluation.validUntil = expires
+            } else {
+                evaluation.why = .canceling
+                evaluation.validUntil = expires
+                evaluation.endsAt = expires
+            }
+        case .gracePeriod:
+            let grace = record.gracePeriodExpiresDate.map { $0 / 1000 }
+            evaluation.why = .grace
+            evaluation.graceUntil = grace
+            evaluation.validUntil = grace
+        case .billingRetry:
+            evaluation.why = .billingRetry
+        case .expired:
+            evaluation.endsAt = expires
+        case .revoked:
+            evaluation.why = .revoked
+            evaluation.endsAt = record.revocationDate.map { $0 / 1000 }
         }
         return evaluation
     }

@@ -12,6 +12,8 @@ public struct PlanTier: Sendable, Hashable {
     public let prices: [PlanPrice]
     /// Stripe products any of whose prices grant this tier.
     public let products: [String]
+    /// App Store product ids (`com.example.pro.monthly`) whose purchase grants this tier.
+    public let appStoreProducts: [String]
     /// Feature keys, in the catalog's order.
     public let features: [String]
     /// Limits, in the catalog's order.
@@ -21,7 +23,8 @@ public struct PlanTier: Sendable, Hashable {
 
     public init(
         id: String, name: String, rank: Int64, description: String? = nil, prices: [PlanPrice] = [],
-        products: [String] = [], features: [String] = [], limits: [PlanLimit] = [], pastDueGrace: PastDueGrace = .days(0)
+        products: [String] = [], appStoreProducts: [String] = [], features: [String] = [], limits: [PlanLimit] = [],
+        pastDueGrace: PastDueGrace = .days(0)
     ) {
         self.id = id
         self.name = name
@@ -29,6 +32,7 @@ public struct PlanTier: Sendable, Hashable {
         self.description = description
         self.prices = prices
         self.products = products
+        self.appStoreProducts = appStoreProducts
         self.features = features
         self.limits = limits
         self.pastDueGrace = pastDueGrace

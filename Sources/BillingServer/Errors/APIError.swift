@@ -9,15 +9,20 @@ public struct APIError: HTTPResponseError, Sendable {
     public let code: String
     /// What happened and what to do, for a person.
     public let message: String
+    /// More members of the error object (e.g. `manage_url`).
+    public let extra: [String: String]
 
-    public init(_ status: HTTPResponse.Status, code: String, message: String) {
+    public init(_ status: HTTPResponse.Status, code: String, message: String, extra: [String: String] = [:]) {
         self.status = status
         self.code = code
         self.message = message
+        self.extra = extra
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        Self.jsonResponse(status: status, body: ["error": ["code": code, "message": message]])
+        var error: [String: Any] = ["code": code, "message": message]
+        for (key, value) in extra { error[key] = value }
+        return Self.jsonResponse(status: status, body: ["error": error])
     }
 
     /// A JSON response with the given status.

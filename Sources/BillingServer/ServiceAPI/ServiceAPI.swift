@@ -11,16 +11,19 @@ public struct ServiceAPI: Sendable {
     let users: UserController.Configuration
     /// Checkout, portal and cancel call Stripe with it; nil (no STRIPE_API_KEY) makes them 503.
     let stripe: StripeClient?
+    let appStore: AppStoreController.Configuration
 
     public init(
         database: LedgerDatabase, tokens: [String], export: InvoiceExportController.Configuration = .init(),
-        users: UserController.Configuration = .init(), stripe: StripeClient? = nil
+        users: UserController.Configuration = .init(), stripe: StripeClient? = nil,
+        appStore: AppStoreController.Configuration = .init(verifier: nil)
     ) {
         self.database = database
         self.tokens = tokens
         self.export = export
         self.users = users
         self.stripe = stripe
+        self.appStore = appStore
     }
 
     /// Whether the API is on: at least one token is configured.
@@ -32,5 +35,6 @@ public struct ServiceAPI: Sendable {
         InvoiceExportController(database: database, configuration: export).addRoutes(to: v1)
         UserController(database: database, configuration: users).addRoutes(to: v1)
         SessionController(database: database, stripe: stripe, configuration: users).addRoutes(to: v1)
+        AppStoreController(database: database, configuration: appStore).addRoutes(to: v1)
     }
 }

@@ -21,11 +21,27 @@ import StripeAPI
 public struct SessionController: Sendable {
     let actions: BillingActions?
     let scope: ServiceScope
+    let users: UserLedger
+    let configuration: UserController.Configuration
 
     /// - Parameter stripe: nil when billingd has no `STRIPE_API_KEY`.
     public init(database: LedgerDatabase, stripe: StripeClient?, configuration: UserController.Configuration) {
         actions = stripe.map { BillingActions(database: database, client: $0, catalog: configuration.catalog, now: configuration.now) }
         scope = configuration.scope
+        users = UserLedger(database: database)
+        self.configuration = configuration
+    }
+
+    /// Apple lets only the user cancel an App Store subscription: when one decides the user's
+    /// plan, cancel answers 409 `managed_by_app_store` with where the user manages it.
+    func refuseAppStoreCancel(_ user: UserRequest) async throws {
+        let billing = try await users.billing(of: user.user, in: user.scope, stripeEntitlements: false)
+        let resolution = billing.resolve(configuration.catalog, now: Int64(configuration.now().timeIntervalSince1970))
+        guard resolution.entitled, resolution.source == .appStore else { return }
+        throw APIError(
+            .conflict, code: "managed_by_app_store",
+            message: "This user's plan comes from an App Store subscription; only the user can cancel it, in their Apple account settings: \(AppStoreController.manageSubscriptionsURL)",
+            extra: ["manage_url": AppStoreController.manageSubscriptionsURL])
     }
 
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
@@ -58,7 +74,8 @@ public struct SessionController: Sendable {
             }
         }
         router.post("users/:user/subscription/cancel") { request, context in
-            try await run { actions in
+            try await refuseAppStoreCancel(try UserRequest(request, context: context, scope: scope))
+            return try await run { actions in
                 let user = try UserRequest(request, context: context, scope: scope)
                 let body = try await SessionRequestBody.read(request, allowed: Self.cancelFields, emptyAllowed: true)
                 let input = try CancelInput(

@@ -41,18 +41,38 @@ public struct SubscriptionView: Sendable {
 
     /// The JSON object, e.g. `{"user": "user_42", "subscribed": true, "plan": "pro", "status": "active", …}`.
     public func jsonBytes() -> [UInt8] {
+        jsonBytes(extra: { _ in })
+    }
+
+    /// The JSON object with more members, written before it closes (restore's counts).
+    func jsonBytes(extra: (inout UserJSONWriter) -> Void) -> [UInt8] {
         let resolution = resolution
-        let subscription = resolution.subscription
-        let item = resolution.item
         var json = UserJSONWriter()
         json.beginObject()
         UserJSONResponse.scope(scope, user: user, into: &json)
         json.field("subscribed", resolution.entitled)
         json.field("plan", resolution.plan)
         json.field("plan_name", resolution.plan == nil ? nil : resolution.tier.name)
+        if let record = resolution.appStoreSubscription {
+            Self.appStore(record, status: resolution.appStoreStatus, resolution: resolution, into: &json)
+        } else {
+            Self.stripe(resolution, into: &json)
+        }
+        json.field("ends_at", resolution.endsAt)
+        json.field("valid_until", resolution.validUntil)
+        json.field("grace_until", resolution.graceUntil)
+        json.field("unmapped_price", resolution.unmappedPrice)
+        extra(&json)
+        json.endObject()
+        return json.bytes
+    }
+
+    private static func stripe(_ resolution: PlanResolution, into json: inout UserJSONWriter) {
+        let subscription = resolution.subscription
+        let item = resolution.item
         json.field("status", subscription?.status.rawValue)
         json.field("why", resolution.why.rawValue)
-        json.field("source", subscription == nil ? nil : "stripe")
+        json.field("source", subscription == nil ? nil : EntitlementSource.stripe.rawValue)
         json.field("subscription_id", subscription?.id)
         json.field("customer_id", subscription?.customer)
         json.field("product_id", item?.product)
@@ -69,12 +89,40 @@ public struct SubscriptionView: Sendable {
         json.field("canceled_at", subscription?.canceledAt)
         json.field("trial_start", subscription?.trialStart)
         json.field("trial_end", subscription?.trialEnd)
-        json.field("ends_at", resolution.endsAt)
-        json.field("valid_until", resolution.validUntil)
-        json.field("grace_until", resolution.graceUntil)
-        json.field("unmapped_price", resolution.unmappedPrice)
-        json.endObject()
-        return json.bytes
+        if let subscription {
+            let live = [.active, .trialing, .pastDue].contains(subscription.status) && subscription.endedAt == nil
+            json.field("will_renew", live && !subscription.cancelAtPeriodEnd && subscription.cancelAt == nil)
+            json.field("billing_issue", [.pastDue, .unpaid].contains(subscription.status))
+        } else {
+            json.field("will_renew", false)
+            json.field("billing_issue", false)
+        }
+        json.field("environment", nil as String?)
+    }
+
+    /// An App Store purchase: its status by date, its product, and Apple's renewal state.
+    private static func appStore(
+        _ record: AppStoreSubscriptionRecord, status: AppStoreStatus?, resolution: PlanResolution, into json: inout UserJSONWriter
+    ) {
+        let status = status ?? .expired
+        json.field("status", status.rawValue)
+        json.field("why", resolution.why.rawValue)
+        json.field("source", EntitlementSource.appStore.rawValue)
+        json.field("subscription_id", record.originalTransactionID)
+        json.field("original_transaction_id", record.originalTransactionID)
+        json.field("transaction_id", record.transactionID)
+        json.field("product_id", record.productID)
+        json.field("product_type", record.type)
+        json.field("quantity", 1 as Int64?)
+        json.field("current_period_start", record.purchaseDate.map { $0 / 1000 })
+        json.field("current_period_end", record.expiresDate.map { $0 / 1000 })
+        json.field("cancel_at_period_end", !record.isLifetime && record.autoRenewStatus == false)
+        json.field("will_renew", [.active, .gracePeriod, .billingRetry].contains(status) && !record.isLifetime && record.willRenew)
+        json.field("renews_to_product_id", record.autoRenewProductID)
+        json.field("billing_issue", status == .gracePeriod || status == .billingRetry)
+        json.field("revoked_at", record.revoked ? record.revocationDate.map { $0 / 1000 } : nil)
+        json.field("environment", record.environment)
+        json.field("manage_url", AppStoreController.manageSubscriptionsURL)
     }
 
     public func response(status: HTTPResponse.Status = .ok) -> Response {
@@ -109,8 +157,10 @@ public struct EntitlementsView: Sendable {
         json.field("rank", resolution.plan == nil ? nil : resolution.tier.rank)
         json.field("entitled", resolution.entitled)
         json.field("why", resolution.why.rawValue)
-        json.field("status", resolution.subscription?.status.rawValue)
-        json.field("subscription_id", resolution.subscription?.id)
+        json.field("source", resolution.source?.rawValue)
+        json.field("status", resolution.appStoreStatus?.rawValue ?? resolution.subscription?.status.rawValue)
+        json.field("subscription_id", resolution.subscription?.id ?? resolution.appStoreSubscription?.originalTransactionID)
+        json.field("environment", resolution.appStoreSubscription?.environment)
         json.field("valid_until", resolution.validUntil)
         json.field("grace_until", resolution.graceUntil)
         json.field("ends_at", resolution.endsAt)

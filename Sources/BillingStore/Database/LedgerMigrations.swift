@@ -49,6 +49,7 @@ enum LedgerMigrations {
         registerLedgerMigrations(&migrator)
         registerReconcileMigrations(&migrator)
         registerServiceAPIMigrations(&migrator)
+        registerAppStoreMigrations(&migrator)
         return migrator
     }
 }

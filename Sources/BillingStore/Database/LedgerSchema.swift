@@ -151,5 +151,5 @@ extension LedgerMigrations {
     static let ledgerTables = [
         "customer", "subscription", "subscriptionItem", "invoice", "invoiceLine", "paymentMethod", "price", "product",
         "checkoutSession", "entitlementSummary", "activeEntitlement", "invoicePayment", "userLink",
-    ]
+    ] + appStoreLedgerTables
 }

@@ -12,35 +12,46 @@ public struct InboxStore: InboxWriting {
 
     private static let insertSQL = """
         INSERT INTO inboxEvent
-            (eventID, account, livemode, type, apiVersion, created, objectID, objectType,
+            (eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType,
              receivedAt, source, secretIndex, status)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (eventID, account, livemode) DO NOTHING
         """
 
     public func insert(_ deliveries: [InboxDelivery]) async throws -> [InboxInsertOutcome] {
-        try await database.writer.write { db in
-            let statement = try db.cachedStatement(sql: Self.insertSQL)
-            let insertBody = try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body) VALUES (?, ?)")
-            var outcomes: [InboxInsertOutcome] = []
-            outcomes.reserveCapacity(deliveries.count)
-            for delivery in deliveries {
-                let envelope = delivery.envelope
-                try statement.execute(arguments: [
-                    envelope.id, envelope.account ?? "", envelope.livemode, envelope.type,
-                    envelope.apiVersion, envelope.created, envelope.objectID, envelope.objectType,
-                    delivery.receivedAt, delivery.source.rawValue, delivery.secretIndex,
-                ])
-                if db.changesCount == 1 {
-                    let seq = db.lastInsertedRowID
-                    try insertBody.execute(arguments: [seq, Data(delivery.body)])
-                    outcomes.append(.stored(seq: seq))
-                } else {
-                    outcomes.append(.duplicate)
-                }
+        try await database.writer.write { db in try Self.insert(deliveries, status: .pending, db: db) }
+    }
+
+    /// Inserts deliveries inside the caller's transaction, deduplicating by key. `status` is
+    /// `pending` for the applier, or `applied` for a caller that applies them in the same
+    /// transaction (and then records the effect with ``recordApplied(seq:effect:at:db:)``).
+    static func insert(_ deliveries: [InboxDelivery], status: InboxStatus, db: Database) throws -> [InboxInsertOutcome] {
+        let statement = try db.cachedStatement(sql: Self.insertSQL)
+        let insertBody = try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body) VALUES (?, ?)")
+        var outcomes: [InboxInsertOutcome] = []
+        outcomes.reserveCapacity(deliveries.count)
+        for delivery in deliveries {
+            let envelope = delivery.envelope
+            try statement.execute(arguments: [
+                envelope.id, envelope.account ?? "", envelope.livemode, envelope.type, delivery.subtype,
+                envelope.apiVersion, envelope.created, envelope.objectID, envelope.objectType,
+                delivery.receivedAt, delivery.source.rawValue, delivery.secretIndex, status.rawValue,
+            ])
+            if db.changesCount == 1 {
+                let seq = db.lastInsertedRowID
+                try insertBody.execute(arguments: [seq, Data(delivery.body)])
+                outcomes.append(.stored(seq: seq))
+            } else {
+                outcomes.append(.duplicate)
             }
-            return outcomes
         }
+        return outcomes
+    }
+
+    /// Records the outcome of an event applied by the caller inside its transaction.
+    static func recordApplied(seq: Int64, effect: ApplyEffect, at now: Int64, db: Database) throws {
+        try db.cachedStatement(sql: "UPDATE inboxEvent SET status = ?, effect = ?, processedAt = ?, attempts = attempts + 1 WHERE seq = ?")
+            .execute(arguments: [InboxStatus.applied.rawValue, effect.rawValue, now, seq])
     }
 
     /// Filters for ``list(_:)``.
@@ -61,7 +72,7 @@ public struct InboxStore: InboxWriting {
     }
 
     static let summaryColumns = """
-        seq, eventID, account, livemode, type, apiVersion, created, objectID, objectType,
+        seq, eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType,
         receivedAt, source, status, attempts, lastError, effect
         """
 
@@ -129,13 +140,15 @@ public struct InboxStore: InboxWriting {
 
     static func event(from row: Row) -> InboxEvent {
         let account: String = row["account"]
-        return InboxEvent(
+        var event = InboxEvent(
             seq: row["seq"], eventID: row["eventID"], account: account.isEmpty ? nil : account,
             livemode: row["livemode"], type: row["type"], apiVersion: row["apiVersion"], created: row["created"],
             objectID: row["objectID"], objectType: row["objectType"], receivedAt: row["receivedAt"],
             source: InboxSource(rawValue: row["source"]) ?? .webhook,
             status: InboxStatus(rawValue: row["status"]) ?? .pending,
             attempts: row["attempts"], lastError: row["lastError"], effect: row["effect"])
+        event.subtype = row["subtype"]
+        return event
     }
 }
 

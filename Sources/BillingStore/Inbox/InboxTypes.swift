@@ -11,13 +11,18 @@ public struct InboxDelivery: Sendable {
     public let source: InboxSource
     /// Index of the webhook secret that verified it; nil for events fetched from the API.
     public let secretIndex: Int?
+    /// An App Store notification's subtype (`INITIAL_BUY`, `GRACE_PERIOD` …); nil for Stripe.
+    public let subtype: String?
 
-    public init(envelope: EventEnvelope, body: [UInt8], receivedAt: Int64, source: InboxSource, secretIndex: Int?) {
+    public init(
+        envelope: EventEnvelope, body: [UInt8], receivedAt: Int64, source: InboxSource, secretIndex: Int?, subtype: String? = nil
+    ) {
         self.envelope = envelope
         self.body = body
         self.receivedAt = receivedAt
         self.source = source
         self.secretIndex = secretIndex
+        self.subtype = subtype
     }
 }
 
@@ -27,6 +32,13 @@ public enum InboxSource: String, Sendable, Codable {
     case webhook
     /// Recovered from `GET /v1/events` by reconcile.
     case api
+    /// A verified `POST /webhooks/appstore` notification (App Store Server Notifications V2).
+    case appStoreNotification = "appstore_notification"
+    /// A verified StoreKit 2 transaction the app's backend forwarded for a user.
+    case appStoreApp = "appstore_app"
+
+    /// Whether the row holds App Store data (keyed by environment, applied by the App Store rules).
+    public var isAppStore: Bool { self == .appStoreNotification || self == .appStoreApp }
 }
 
 /// What happened to one delivery at commit.
@@ -59,6 +71,8 @@ public struct InboxEvent: Sendable, Equatable {
     public let account: String?
     public let livemode: Bool
     public let type: String
+    /// An App Store notification's subtype; nil for Stripe events.
+    public var subtype: String?
     public let apiVersion: String?
     public let created: Int64
     public let objectID: String?

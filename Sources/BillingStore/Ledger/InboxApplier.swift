@@ -74,12 +74,14 @@ public struct InboxApplier: Sendable {
         let created: Int64
         let apiVersion: String?
         let attempts: Int
+        let source: InboxSource
         let body: [UInt8]
     }
 
     /// The outcome of decoding one event, computed outside the write transaction.
     private enum Decoded: Sendable {
         case snapshot(LedgerSnapshot)
+        case appStore(AppStoreDelivery)
         case recordOnly
         case ignored
         case failure(String)
@@ -130,7 +132,7 @@ public struct InboxApplier: Sendable {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, b.body
+                    SELECT e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, e.source, b.body
                     FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
                     WHERE e.status IN ('pending', 'failed') AND (e.nextAttemptAt IS NULL OR e.nextAttemptAt <= ?) AND e.seq > ?
                     ORDER BY e.seq LIMIT ?
@@ -140,7 +142,7 @@ public struct InboxApplier: Sendable {
                 DueEvent(
                     seq: row["seq"], eventID: row["eventID"], account: row["account"], livemode: row["livemode"],
                     type: row["type"], created: row["created"], apiVersion: row["apiVersion"], attempts: row["attempts"],
-                    body: Array(row["body"] as Data))
+                    source: InboxSource(rawValue: row["source"]) ?? .webhook, body: Array(row["body"] as Data))
             }
         }
     }
@@ -162,6 +164,7 @@ public struct InboxApplier: Sendable {
     }
 
     private static func decode(_ event: DueEvent) -> Decoded {
+        if event.source.isAppStore { return decodeAppStore(event) }
         let route = EventRoute(eventType: event.type)
         let kind: LedgerObjectKind
         let deletion: Bool
@@ -179,6 +182,22 @@ public struct InboxApplier: Sendable {
                 try LedgerSnapshot.decode(
                     kind: kind, deletion: deletion, eventType: event.type, eventID: event.eventID,
                     eventCreated: event.created, objectJSON: object))
+        } catch {
+            return .failure(error.description)
+        }
+    }
+
+    /// An App Store row: a notification (types billingd does not apply are ignored) or a
+    /// transaction the app forwarded. Both were verified before they were stored.
+    private static func decodeAppStore(_ event: DueEvent) -> Decoded {
+        do {
+            switch event.source {
+            case .appStoreApp:
+                return .appStore(.app(try AppStoreAppTransaction(body: event.body)))
+            default:
+                guard AppStoreDelivery.appliedNotificationTypes.contains(event.type) else { return .ignored }
+                return .appStore(.notification(try AppStoreNotification(storedBody: event.body)))
+            }
         } catch {
             return .failure(error.description)
         }
@@ -204,12 +223,21 @@ public struct InboxApplier: Sendable {
             case .recordOnly:
                 try finish.execute(arguments: [InboxStatus.applied.rawValue, ApplyEffect.recorded.rawValue, now, event.seq])
                 pass.applied += 1
-            case .snapshot(let snapshot):
+            case .snapshot, .appStore:
                 do {
                     var effect = ApplyEffect.unchanged
                     func applySnapshot() throws {
-                        effect = try LedgerWriter.apply(snapshot, account: event.account, livemode: event.livemode, db: db)
-                        try LedgerWriter.linkCheckoutUser(snapshot, account: event.account, livemode: event.livemode, db: db)
+                        switch outcome {
+                        case .snapshot(let snapshot):
+                            effect = try LedgerWriter.apply(snapshot, account: event.account, livemode: event.livemode, db: db)
+                            try LedgerWriter.linkCheckoutUser(snapshot, account: event.account, livemode: event.livemode, db: db)
+                        case .appStore(let delivery):
+                            effect = try AppStoreLedgerWriter.apply(
+                                delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: event.account),
+                                sourceID: event.eventID, db: db)
+                        default:
+                            break
+                        }
                     }
                     if isolated {
                         try db.inSavepoint {

@@ -39,16 +39,20 @@ public struct UserBilling: Sendable, Equatable {
     public var subscriptions: [LedgerSubscription]
     /// Active Stripe Entitlements of those customers (feature lookup keys).
     public var stripeEntitlements: [String]
+    /// The App Store purchases tied to the user in the scope's mode (platform account only:
+    /// the App Store knows no Stripe accounts).
+    public var appStoreSubscriptions: [AppStoreSubscriptionRecord]
 
     public init(
         user: String, scope: ServiceScope, customers: [LinkedCustomer], subscriptions: [LedgerSubscription],
-        stripeEntitlements: [String]
+        stripeEntitlements: [String], appStoreSubscriptions: [AppStoreSubscriptionRecord] = []
     ) {
         self.user = user
         self.scope = scope
         self.customers = customers
         self.subscriptions = subscriptions
         self.stripeEntitlements = stripeEntitlements
+        self.appStoreSubscriptions = appStoreSubscriptions
     }
 
     /// Whether any customer is tied to the user; a user without one has never paid.
@@ -60,7 +64,7 @@ public struct UserBilling: Sendable, Equatable {
 
     /// The user's access under `catalog` at `now` (Unix seconds).
     public func resolve(_ catalog: PlanCatalog, now: Int64) -> PlanResolution {
-        catalog.resolve(subscriptions, stripeEntitlements: stripeEntitlements, now: now)
+        catalog.resolve(subscriptions, appStore: appStoreSubscriptions, stripeEntitlements: stripeEntitlements, now: now)
     }
 
     /// The same billing with one subscription replaced (or added) by a newer state, e.g. the one

@@ -145,7 +145,10 @@ public struct UserLedger: Sendable {
                 }
             }
         }
-        return UserBilling(user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements)
+        let appStore = scope.account.isEmpty ? try AppStoreLedgerReads.subscriptions(of: user, livemode: scope.livemode, db: db) : []
+        return UserBilling(
+            user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
+            appStoreSubscriptions: appStore)
     }
 
     private static func appendSubscriptions(

@@ -1,0 +1,105 @@
+import ArgumentParser
+import BillingCore
+import BillingStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `billingd appstore …`: App Store tools.
+struct AppStore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appstore",
+        abstract: "App Store tools: send signed sample notifications in local mode.",
+        subcommands: [AppStoreTrigger.self])
+}
+
+/// `billingd appstore trigger`: sign a realistic App Store Server Notification V2 with local
+/// mode's PKI (Apple's shape: root, intermediate and leaf with Apple's OIDs) and post it.
+struct AppStoreTrigger: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trigger",
+        abstract: "Send a signed sample App Store notification to billingd in local mode (like `billingd trigger` for Stripe).",
+        discussion: """
+            Signs with the local App Store PKI that `billingd serve --local` generates and trusts (only in local mode). The notification is in the Sandbox environment (test mode). Repeated triggers for the same --user and --product continue the same subscription (one original transaction), so a lifecycle can be walked through:
+
+              billingd appstore trigger SUBSCRIBED --subtype INITIAL_BUY --user user_42 --product com.example.pro.monthly
+              billingd appstore trigger DID_FAIL_TO_RENEW --subtype GRACE_PERIOD --user user_42 --product com.example.pro.monthly
+              billingd appstore trigger DID_RENEW --subtype BILLING_RECOVERY --user user_42 --product com.example.pro.monthly
+              billingd appstore trigger EXPIRED --subtype VOLUNTARY --user user_42 --product com.example.pro.monthly
+
+            With --user, the transaction carries the user's appAccountToken, so billingd ties it to that user as it would a real purchase made with `Product.purchase(options: [.appAccountToken(…)])`.
+            """)
+
+    @Argument(help: ArgumentHelp("The notification type, e.g. SUBSCRIBED, DID_RENEW, EXPIRED, REFUND.", valueName: "notification-type"))
+    var notificationType: String
+
+    @Option(name: .long, help: "The subtype, e.g. INITIAL_BUY, GRACE_PERIOD, VOLUNTARY.")
+    var subtype: String?
+
+    @Option(name: .long, help: "The App Store product id.")
+    var product: String = "com.example.pro.monthly"
+
+    @Option(name: .long, help: "The app user the purchase belongs to (through their appAccountToken).")
+    var user: String?
+
+    @Option(name: .long, help: "Where to post (default: http://BILLINGD_HOST:BILLINGD_PORT/webhooks/appstore).")
+    var url: String?
+
+    @Flag(name: .long, help: "Print the signed request instead of sending it.")
+    var print = false
+
+    @OptionGroup var global: GlobalOptions
+
+    func validate() throws {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+        guard !notificationType.isEmpty, notificationType.count <= 64, notificationType.allSatisfy(allowed.contains) else {
+            throw ValidationError("'\(notificationType)' is not a notification type: use Apple's names, e.g. SUBSCRIBED or DID_RENEW.")
+        }
+        if let subtype, subtype.isEmpty || subtype.count > 64 || !subtype.allSatisfy(allowed.contains) {
+            throw ValidationError("'\(subtype)' is not a subtype: use Apple's names, e.g. INITIAL_BUY or GRACE_PERIOD.")
+        }
+    }
+
+    func run() async throws {
+        let settings = try global.settings()
+        let database = try global.openDatabase(settings)
+        defer { try? database.close() }
+        guard let pki = try await AppStoreSupport.localPKI(in: database, creating: false) else {
+            throw ValidationError(
+                "No local App Store PKI in \(settings.databasePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
+        }
+        var token: String?
+        if let user { token = try await AppStoreLedger(database: database).accountToken(for: user) }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let sample = AppStoreSampleNotification(
+            type: notificationType, subtype: subtype, productID: product,
+            originalTransactionID: AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product),
+            bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, environment: .sandbox,
+            appAccountToken: token, now: now)
+        let body = Array(#"{"signedPayload":""#.utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array(#""}"#.utf8)
+        let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/appstore"
+        if print {
+            Swift.print("POST \(target)\nContent-Type: application/json\n")
+            Swift.print(String(decoding: body, as: UTF8.self))
+            return
+        }
+        guard let endpoint = URL(string: target), ["http", "https"].contains(endpoint.scheme ?? "") else {
+            throw ValidationError("--url must be an http(s) URL, e.g. http://127.0.0.1:8080/webhooks/appstore.")
+        }
+        var request = URLRequest(url: endpoint)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(body)
+        request.timeoutInterval = 30
+        let (data, response): (Data, URLResponse)
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw ValidationError("Could not reach \(target): \(error.localizedDescription). Is `billingd serve --local` running there?")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        Swift.print("\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID) → HTTP \(status) \(String(decoding: data, as: UTF8.self))")
+        if !(200..<300).contains(status) { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,53 @@
+import BillingCore
+import BillingStore
+import Foundation
+
+/// App Store set-up shared by `serve` and `appstore trigger`: the verifier from the settings,
+/// trust anchors from files, and local mode's generated PKI.
+enum AppStoreSupport {
+    /// The bundle id local mode uses when `APPSTORE_BUNDLE_ID` is not set.
+    static let localBundleID = "local.billingd.app"
+    static let localPKIKey = "local_appstore_pki"
+
+    /// The verifier `serve` uses; nil when App Store support is off. In local mode it also trusts
+    /// the local PKI (and, without `APPSTORE_BUNDLE_ID`, accepts the local bundle id).
+    static func verifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreVerifier? {
+        var roots = try settings.appStoreRootCertificates.map(loadCertificate)
+        if roots.isEmpty { roots = [AppleRootCertificates.g3] }
+        guard let bundleID = settings.appStoreBundleID ?? (localPKI == nil ? nil : localBundleID) else { return nil }
+        if let localPKI { roots.append(localPKI.rootDER) }
+        do {
+            return try AppStoreVerifier(.init(
+                bundleID: bundleID, appAppleID: settings.appStoreAppAppleID, environments: settings.appStoreEnvironments,
+                rootCertificates: roots))
+        } catch {
+            throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", nil, "X.509 certificates (DER or PEM): \(error.message)")
+        }
+    }
+
+    /// A certificate file as DER: DER as it is, PEM decoded from its first CERTIFICATE block.
+    static func loadCertificate(path: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", path, "paths of readable certificate files (DER or PEM)")
+        }
+        let bytes = Array(data)
+        guard let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") else { return bytes }
+        let body = text.components(separatedBy: "-----BEGIN CERTIFICATE-----")[1].components(separatedBy: "-----END CERTIFICATE-----")[0]
+        guard let der = Data(base64Encoded: body.filter { !$0.isWhitespace }) else {
+            throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", path, "a PEM certificate whose base64 body decodes")
+        }
+        return Array(der)
+    }
+
+    /// Local mode's App Store PKI, generated once and kept in the ledger like the local webhook
+    /// secret; trusted only by `serve --local`.
+    static func localPKI(in database: LedgerDatabase, creating: Bool) async throws -> AppStoreTestPKI? {
+        if let stored = try await database.metaValue(localPKIKey) {
+            return try AppStoreTestPKI(serialized: stored)
+        }
+        guard creating else { return nil }
+        let pki = try AppStoreTestPKI()
+        try await database.setMetaValue(localPKIKey, pki.serialized())
+        return pki
+    }
+}

@@ -1,0 +1,113 @@
+import Crypto
+import Foundation
+
+/// App Store data on its way through the inbox: what `POST /webhooks/appstore` stores (Apple's
+/// body as received) and what the service API stores for a transaction the app forwarded (the
+/// JWS with the user it belongs to). Both were verified before they were stored; the applier
+/// reads them back without verifying again.
+public enum AppStoreDelivery: Sendable, Equatable {
+    /// A Server Notification V2.
+    case notification(AppStoreNotification)
+    /// A StoreKit 2 transaction forwarded by the app's backend for `user`.
+    case app(AppStoreAppTransaction)
+
+    /// The notification types billingd applies. Any other is stored and marked ignored.
+    public static let appliedNotificationTypes: Set<String> = [
+        "SUBSCRIBED", "DID_RENEW", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED", "DID_CHANGE_RENEWAL_PREF",
+        "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED", "REFUND_REVERSED",
+        "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "CONSUMPTION_REQUEST", "ONE_TIME_CHARGE", "TEST",
+    ]
+
+    /// Types that are recorded but change no subscription state by themselves.
+    public static let recordOnlyNotificationTypes: Set<String> = ["TEST", "CONSUMPTION_REQUEST", "RENEWAL_EXTENSION"]
+}
+
+/// What the app's backend forwarded: a signed transaction, the user it reported it for, and
+/// what to do if another user already owns the purchase.
+public struct AppStoreAppTransaction: Sendable, Equatable {
+    public var user: String
+    public var ownership: AppStoreOwnershipRule
+    public var signedTransaction: String
+    public var transaction: AppStoreTransaction
+
+    public init(user: String, ownership: AppStoreOwnershipRule, signedTransaction: String, transaction: AppStoreTransaction) {
+        self.user = user
+        self.ownership = ownership
+        self.signedTransaction = signedTransaction
+        self.transaction = transaction
+    }
+
+    /// The inbox body: JSON with the user, the rule and the JWS. The rule is stored with it so
+    /// that a replay decides ownership as the live request did, whatever the setting is then.
+    public func body() -> [UInt8] {
+        let object: [String: String] = ["app_user_id": user, "ownership": ownership.rawValue, "signed_transaction": signedTransaction]
+        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    }
+
+    /// An inbox id for this user's report of this exact JWS: the same report twice is one
+    /// event; another user's report of it is another.
+    public var eventID: String {
+        let digest = SHA256.hash(data: Array(user.utf8) + [0] + Array(signedTransaction.utf8))
+        return "appstore_app_" + digest.prefix(20).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Reads a stored body back.
+    public init(body: [UInt8]) throws(AppStorePayloadError) {
+        let json = try AppStoreJSON(body)
+        guard let user = json.string("app_user_id"), let jws = json.string("signed_transaction") else {
+            throw AppStorePayloadError("the stored app transaction lacks app_user_id or signed_transaction")
+        }
+        let payload: [UInt8]
+        do {
+            payload = try AppStoreJWS.payload(of: jws)
+        } catch {
+            throw AppStorePayloadError("the stored signed transaction is not a JWS: \(error.message)")
+        }
+        self.init(
+            user: user, ownership: AppStoreOwnershipRule(rawValue: json.string("ownership") ?? "") ?? .keep,
+            signedTransaction: jws, transaction: try AppStoreTransaction(json: payload))
+    }
+}
+
+/// Who owns a purchase that a second app user reports (`APPSTORE_OWNERSHIP`).
+public enum AppStoreOwnershipRule: String, Sendable, Equatable, CaseIterable {
+    /// The first user keeps it; the second is refused (409 `transaction_owned_by_other_user`).
+    case keep
+    /// A restore moves it to the user who restored it (RevenueCat's default).
+    case transfer
+}
+
+extension AppStoreNotification {
+    /// Reads a stored `{"signedPayload": …}` body back, decoding the JWS without verifying them
+    /// again (they were verified before the body was stored).
+    public init(storedBody body: [UInt8]) throws(AppStorePayloadError) {
+        let signedPayload = try Self.signedPayload(in: body)
+        do {
+            let payload = try AppStoreJWS.payload(of: signedPayload)
+            let data = try AppStoreJSON(payload).nested("data")
+            let transaction = try data?.string("signedTransactionInfo").map { jws throws(AppStoreVerificationError) in try AppStoreJWS.payload(of: jws) }
+            let renewal = try data?.string("signedRenewalInfo").map { jws throws(AppStoreVerificationError) in try AppStoreJWS.payload(of: jws) }
+            try self.init(json: payload, transaction: transaction, renewalInfo: renewal)
+        } catch let error as AppStoreVerificationError {
+            throw AppStorePayloadError("the stored notification is not a JWS: \(error.message)")
+        } catch let error as AppStorePayloadError {
+            throw error
+        } catch {
+            throw AppStorePayloadError("\(error)")
+        }
+    }
+
+    /// The `signedPayload` member of a notification body.
+    public static func signedPayload(in body: [UInt8]) throws(AppStorePayloadError) -> String {
+        let json: AppStoreJSON
+        do {
+            json = try AppStoreJSON(body)
+        } catch {
+            throw AppStorePayloadError("the body is not a JSON object; App Store Server Notifications V2 send {\"signedPayload\": \"…\"}")
+        }
+        guard let signedPayload = json.string("signedPayload") else {
+            throw AppStorePayloadError("the body has no signedPayload; App Store Server Notifications V2 send {\"signedPayload\": \"…\"} (is the endpoint set to Version 2 in App Store Connect?)")
+        }
+        return signedPayload
+    }
+}

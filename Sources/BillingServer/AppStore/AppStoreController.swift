@@ -1,0 +1,189 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Hummingbird
+
+/// The App Store endpoints of the service API, for the app's backend:
+///
+/// - `POST /v1/users/{user}/appstore/transactions` `{"signed_transaction": JWS}`: a StoreKit 2
+///   purchase (`Transaction.jwsRepresentation`) verified, recorded, tied to the user and applied;
+///   answers the user's subscription view in the transaction's mode.
+/// - `POST /v1/users/{user}/appstore/restore` `{"transactions": [JWS, …]}` (at most 100): the same
+///   for each; answers `restored_count`, `not_restored` and the view.
+/// - `GET /v1/users/{user}/appstore/account-token`: the user's `appAccountToken`.
+public struct AppStoreController: Sendable {
+    /// What the endpoints need besides the ledger.
+    public struct Configuration: Sendable {
+        /// Nil when App Store support is off (`APPSTORE_BUNDLE_ID` unset): the write endpoints
+        /// then answer 503 `appstore_not_configured`.
+        public var verifier: AppStoreVerifier?
+        public var ownership: AppStoreOwnershipRule
+        public var users: UserController.Configuration
+
+        public init(verifier: AppStoreVerifier?, ownership: AppStoreOwnershipRule = .keep, users: UserController.Configuration = .init()) {
+            self.verifier = verifier
+            self.ownership = ownership
+            self.users = users
+        }
+    }
+
+    static let maximumBodySize = 1 << 20
+    static let maximumRestore = 100
+    /// Where a user manages (and cancels) an App Store subscription: only they can.
+    public static let manageSubscriptionsURL = "https://apps.apple.com/account/subscriptions"
+
+    let ledger: AppStoreLedger
+    let users: UserLedger
+    let configuration: Configuration
+
+    public init(database: LedgerDatabase, configuration: Configuration) {
+        ledger = AppStoreLedger(database: database)
+        users = UserLedger(database: database)
+        self.configuration = configuration
+    }
+
+    public func addRoutes<Methods: RouterMethods>(to router: Methods) {
+        router.post("users/:user/appstore/transactions") { request, context in
+            let user = try UserRequest(request, context: context, scope: configuration.users.scope)
+            let body = try await Body(request, members: ["signed_transaction"])
+            let jws = try body.string("signed_transaction", hint: "the JWS of Transaction.jwsRepresentation (StoreKit 2)")
+            let report = try verify(jws, for: user.user, position: nil)
+            let outcome = try await ledger.record([report], receivedAt: nowMilliseconds)[0]
+            if case .ownedByOtherUser(let original) = outcome {
+                throw APIError(
+                    .conflict, code: "transaction_owned_by_other_user",
+                    message: "The App Store purchase \(original) belongs to another app user. Restores move purchases between users only with APPSTORE_OWNERSHIP=transfer.")
+            }
+            return try await view(of: user.user, environment: report.transaction.environment).response()
+        }
+        router.post("users/:user/appstore/restore") { request, context in
+            let user = try UserRequest(request, context: context, scope: configuration.users.scope)
+            let body = try await Body(request, members: ["transactions"])
+            let list = try body.strings("transactions", limit: Self.maximumRestore)
+            let reports = try list.enumerated().map { index, jws in try verify(jws, for: user.user, position: index) }
+            let outcomes = try await ledger.record(reports, receivedAt: nowMilliseconds)
+            var restored = Set<String>()
+            var refused: [String] = []
+            for outcome in outcomes {
+                switch outcome {
+                case .recorded(let original, _): restored.insert(original)
+                case .ownedByOtherUser(let original): refused.append(original)
+                }
+            }
+            let environment = reports.last?.transaction.environment
+            let view = try await view(of: user.user, environment: environment)
+            return UserJSONResponse.response(view.jsonBytes { json in
+                json.field("restored_count", Int64(restored.count))
+                json.key("not_restored")
+                json.beginArray()
+                for original in Set(refused).subtracting(restored).sorted() {
+                    json.beginObject()
+                    json.field("original_transaction_id", original)
+                    json.field("code", "transaction_owned_by_other_user")
+                    json.endObject()
+                }
+                json.endArray()
+            })
+        }
+        router.get("users/:user/appstore/account-token") { request, context in
+            let user = try UserRequest(request, context: context, scope: configuration.users.scope)
+            let token = try await ledger.accountToken(for: user.user)
+            var json = UserJSONWriter()
+            json.beginObject()
+            json.field("user", user.user)
+            json.field("app_account_token", token)
+            json.endObject()
+            return UserJSONResponse.response(json.bytes)
+        }
+    }
+
+    var nowMilliseconds: Int64 { Int64(configuration.users.now().timeIntervalSince1970 * 1000) }
+
+    /// Verifies a forwarded JWS; `position` names it in a restore's list.
+    func verify(_ jws: String, for user: String, position: Int?) throws -> AppStoreAppTransaction {
+        guard let verifier = configuration.verifier else {
+            throw APIError(
+                .serviceUnavailable, code: "appstore_not_configured",
+                message: "App Store support is off: set APPSTORE_BUNDLE_ID (and APPSTORE_APP_APPLE_ID for Production) to accept StoreKit transactions.")
+        }
+        let place = position.map { "transactions[\($0)]: " } ?? ""
+        let verified: VerifiedSignedData
+        do {
+            verified = try verifier.verifyTransaction(jws)
+        } catch {
+            throw APIError(.badRequest, code: error.code.rawValue, message: place + error.message)
+        }
+        do {
+            return AppStoreAppTransaction(
+                user: user, ownership: configuration.ownership, signedTransaction: jws,
+                transaction: try AppStoreTransaction(json: verified.payload))
+        } catch {
+            throw APIError(.badRequest, code: "invalid_payload", message: place + "the transaction is genuine but cannot be read: \(error.message).")
+        }
+    }
+
+    /// The user's subscription view in the mode of an App Store environment (Production is live).
+    func view(of user: String, environment: String?) async throws -> SubscriptionView {
+        let livemode = AppStoreEnvironment(rawValue: environment ?? "Production").isLive
+        let scope = ServiceScope(livemode: livemode)
+        let billing = try await users.billing(of: user, in: scope, stripeEntitlements: false)
+        return SubscriptionView(billing: billing, catalog: configuration.users.catalog, now: Int64(configuration.users.now().timeIntervalSince1970))
+    }
+
+    /// A JSON object body with known members only.
+    struct Body {
+        let members: [String: Value]
+
+        enum Value: Decodable {
+            case string(String)
+            case strings([String])
+            case other(String)
+
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                if let text = try? container.decode(String.self) {
+                    self = .string(text)
+                } else if let list = try? container.decode([String].self) {
+                    self = .strings(list)
+                } else if container.decodeNil() {
+                    self = .other("null")
+                } else {
+                    self = .other("not a string")
+                }
+            }
+        }
+
+        init(_ request: Request, members allowed: [String]) async throws {
+            if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
+                throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "Send the body as application/json.")
+            }
+            let bytes = try await AppStoreRequestBody.collect(request, limit: AppStoreController.maximumBodySize)
+            guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
+                throw APIError(.badRequest, code: "invalid_body", message: "The body is not a JSON object; send {\"\(allowed[0])\": …}.")
+            }
+            for name in members.keys where !allowed.contains(name) {
+                throw APIError(
+                    .badRequest, code: "unknown_field",
+                    message: "Unknown field \"\(UserRequest.printable(name))\"; this endpoint takes \(allowed.joined(separator: ", ")).")
+            }
+            self.members = members
+        }
+
+        func string(_ name: String, hint: String) throws -> String {
+            guard case .string(let text) = members[name], !text.isEmpty else {
+                throw APIError(.badRequest, code: "missing_field", message: "\(name) is required: \(hint).")
+            }
+            return text
+        }
+
+        func strings(_ name: String, limit: Int) throws -> [String] {
+            guard case .strings(let list) = members[name] else {
+                throw APIError(.badRequest, code: "missing_field", message: "\(name) is required: a list of JWS strings (Transaction.jwsRepresentation), at most \(limit).")
+            }
+            guard list.count <= limit else {
+                throw APIError(.badRequest, code: "too_many_transactions", message: "\(name) holds \(list.count) transactions; send at most \(limit) per request.")
+            }
+            return list
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import BillingCore
+import BillingStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// `POST /webhooks/appstore`: App Store Server Notifications V2. The URL is public, so the
+/// notification and the transaction and renewal info inside it are verified to the configured
+/// root completely before anything is stored; the delivery then goes through the same group
+/// commit as Stripe's, and is answered 200 only once it is on disk. Apple retries a notification
+/// that got no 200 (after 1, 12, 24, 48 and 72 hours) with the same `notificationUUID`, which
+/// the inbox answers as a duplicate.
+public struct AppStoreWebhookController: Sendable {
+    let verifier: AppStoreVerifier
+    let committer: GroupCommitter
+    let metrics: BillingMetrics
+    let maximumBodySize: Int
+    let now: @Sendable () -> Date
+
+    public init(
+        verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics, maximumBodySize: Int = 1 << 20,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.verifier = verifier
+        self.committer = committer
+        self.metrics = metrics
+        self.maximumBodySize = maximumBodySize
+        self.now = now
+    }
+
+    public func addRoutes(to router: Router<some RequestContext>) {
+        router.post("/webhooks/appstore") { request, context in
+            try await receive(request, logger: context.logger)
+        }
+    }
+
+    func receive(_ request: Request, logger: Logger) async throws -> Response {
+        let started = ContinuousClock.now
+        do {
+            let response = try await ingest(request, logger: logger)
+            metrics.time("billingd_appstore_ingest_seconds", ContinuousClock.now - started)
+            return response
+        } catch let error as APIError {
+            metrics.count("billingd_appstore_notifications_total", dimensions: [("outcome", "rejected"), ("reason", error.code)])
+            logger.notice(
+                "App Store notification rejected", metadata: ["reason": "\(error.code)", "status": "\(error.status.code)"])
+            throw error
+        }
+    }
+
+    private func ingest(_ request: Request, logger: Logger) async throws -> Response {
+        let body = try await AppStoreRequestBody.collect(request, limit: maximumBodySize)
+        let notification = try Self.verify(body, with: verifier)
+        let environment = notification.environment ?? AppStoreEnvironment.production.rawValue
+        let delivery = InboxDelivery.appStore(notification, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000))
+        let outcome: InboxInsertOutcome
+        do {
+            outcome = try await committer.submit(delivery)
+        } catch {
+            logger.error("App Store notification not stored", metadata: ["notification": "\(notification.notificationUUID)", "error": "\(error)"])
+            throw APIError(
+                .serviceUnavailable, code: "store_unavailable",
+                message: "The notification could not be stored durably; Apple will send it again.")
+        }
+        let duplicate = outcome == .duplicate
+        let type = AppStoreDelivery.appliedNotificationTypes.contains(notification.notificationType) ? notification.notificationType : "other"
+        metrics.count(
+            "billingd_appstore_notifications_total", dimensions: [("outcome", duplicate ? "duplicate" : "accepted"), ("type", type)])
+        logger.info(
+            "App Store notification \(duplicate ? "duplicate" : "accepted")",
+            metadata: [
+                "notification": "\(notification.notificationUUID)", "type": "\(type)",
+                "subtype": "\(notification.subtype.map(UserRequest.printable) ?? "-")", "environment": "\(UserRequest.printable(environment))",
+            ])
+        return APIError.jsonResponse(status: .ok, body: ["received": true, "duplicate": duplicate, "id": notification.notificationUUID])
+    }
+
+    /// Verifies a notification body and decodes it; every failure is a 400 with the verifier's code.
+    static func verify(_ body: [UInt8], with verifier: AppStoreVerifier) throws -> AppStoreNotification {
+        let signedPayload: String
+        do {
+            signedPayload = try AppStoreNotification.signedPayload(in: body)
+        } catch {
+            throw APIError(.badRequest, code: "invalid_body", message: error.message)
+        }
+        let verified: VerifiedNotification
+        do {
+            verified = try verifier.verifyNotification(signedPayload)
+        } catch {
+            throw APIError(.badRequest, code: error.code.rawValue, message: error.message)
+        }
+        do {
+            // Invariant 9: what is acknowledged can be applied.
+            return try AppStoreNotification(
+                json: verified.payload, transaction: verified.transaction?.payload, renewalInfo: verified.renewalInfo?.payload)
+        } catch {
+            throw APIError(.badRequest, code: "invalid_payload", message: "The notification is genuine but cannot be read: \(error.message).")
+        }
+    }
+}
+
+/// Reading request bodies of the App Store endpoints: a size limit (413 above it) and nothing else.
+enum AppStoreRequestBody {
+    static func collect(_ request: Request, limit: Int) async throws -> [UInt8] {
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw tooLarge(limit)
+        }
+        do {
+            let buffer = try await request.body.collect(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge(limit)
+        }
+    }
+
+    static func tooLarge(_ limit: Int) -> APIError {
+        APIError(.contentTooLarge, code: "body_too_large", message: "The body is larger than \(limit) bytes.")
+    }
+}

@@ -1,0 +1,104 @@
+import BillingCore
+import Foundation
+import GRDB
+
+/// The App Store side of the ledger as the service API uses it: transactions the app forwards
+/// (recorded and applied before the answer), appAccountTokens, and a user's purchases.
+public struct AppStoreLedger: Sendable {
+    let database: LedgerDatabase
+
+    public init(database: LedgerDatabase) {
+        self.database = database
+    }
+
+    /// What became of one forwarded transaction.
+    public enum ReportOutcome: Sendable, Equatable {
+        /// Recorded, applied and tied to the user (`duplicate`: the same report came before).
+        case recorded(originalTransactionID: String, duplicate: Bool)
+        /// Another user owns the purchase and `APPSTORE_OWNERSHIP` keeps it with them: nothing stored.
+        case ownedByOtherUser(originalTransactionID: String)
+    }
+
+    /// Records verified transactions the app forwarded for their users, in one transaction:
+    /// each becomes an inbox row (so that replay rebuilds it) applied at once, and its original
+    /// transaction is tied to the user, unless another user owns it under the `keep` rule.
+    public func record(_ reports: [AppStoreAppTransaction], receivedAt: Int64) async throws -> [ReportOutcome] {
+        try await database.writer.write { db in
+            var outcomes: [ReportOutcome] = []
+            for report in reports {
+                let transaction = report.transaction
+                let environment = transaction.environment ?? AppStoreEnvironment.production.rawValue
+                let original = transaction.originalTransactionID
+                if report.ownership == .keep, let owner = try AppStoreLedgerWriter.owner(environment: environment, original: original, db: db),
+                    owner != report.user
+                {
+                    outcomes.append(.ownedByOtherUser(originalTransactionID: original))
+                    continue
+                }
+                let delivery = InboxDelivery(
+                    envelope: EventEnvelope(
+                        id: report.eventID, type: "APP_TRANSACTION", apiVersion: nil, created: transaction.signedDate / 1000,
+                        livemode: AppStoreEnvironment(rawValue: environment).isLive,
+                        account: AppStoreLedgerWriter.inboxAccount(environment), objectID: original,
+                        objectType: "appstore_subscription"),
+                    body: report.body(), receivedAt: receivedAt, source: .appStoreApp, secretIndex: nil)
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                switch try InboxStore.insert([delivery], status: .applied, db: db)[0] {
+                case .stored(let seq):
+                    let effect = try AppStoreLedgerWriter.apply(.app(report), environment: environment, sourceID: report.eventID, db: db)
+                    try InboxStore.recordApplied(seq: seq, effect: effect, at: now, db: db)
+                    outcomes.append(.recorded(originalTransactionID: original, duplicate: false))
+                case .duplicate:
+                    outcomes.append(.recorded(originalTransactionID: original, duplicate: true))
+                }
+            }
+            return outcomes
+        }
+    }
+
+    static let namespaceKey = "appstore_account_token_namespace"
+
+    /// The user's appAccountToken (see ``AppAccountToken``), remembered so that notifications
+    /// carrying it are tied to the user; purchases made with it before it was remembered (on a
+    /// device that never reached the app's backend) are tied now.
+    public func accountToken(for user: String) async throws -> String {
+        try await database.writer.write { db in
+            var namespace = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Self.namespaceKey])
+            if namespace == nil {
+                var generator = SystemRandomNumberGenerator()
+                let fresh = AppAccountToken.format((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                try db.execute(sql: "INSERT INTO meta (key, value) VALUES (?, ?)", arguments: [Self.namespaceKey, fresh])
+                namespace = fresh
+            }
+            let bytes = Self.uuidBytes(namespace!)
+            let token = AppAccountToken.derive(user: user, namespace: bytes)
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO appStoreAccountToken (token, appUserID) VALUES (?, ?)")
+                .execute(arguments: [token, user])
+            if db.changesCount > 0 {
+                try db.cachedStatement(sql: """
+                    INSERT OR IGNORE INTO appStoreOwner (environment, originalTransactionID, appUserID, source, sourceID)
+                    SELECT environment, originalTransactionID, ?, 'account_token', appAccountToken
+                    FROM appStoreSubscription WHERE appAccountToken = ?
+                    """).execute(arguments: [user, token])
+            }
+            return token
+        }
+    }
+
+    static func uuidBytes(_ text: String) -> [UInt8] {
+        let hex = Array(text.utf8.filter { $0 != UInt8(ascii: "-") })
+        return stride(from: 0, to: hex.count - 1, by: 2).map { index in
+            UInt8(String(decoding: hex[index...index + 1], as: UTF8.self), radix: 16) ?? 0
+        }
+    }
+
+    /// The purchase an original transaction belongs to, and its owner; nil when unknown.
+    public func subscription(environment: String, originalTransactionID: String) async throws -> (AppStoreSubscriptionRecord, owner: String?)? {
+        try await database.writer.read { db in
+            guard let record = try AppStoreLedgerReads.record(environment: environment, original: originalTransactionID, db: db) else {
+                return nil
+            }
+            return (record, try AppStoreLedgerWriter.owner(environment: environment, original: originalTransactionID, db: db))
+        }
+    }
+}
