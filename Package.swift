@@ -41,6 +41,8 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
+            // Apple's root, compiled in as bytes: the verifier's trust anchor needs no file at run time.
+            resources: [.embedInCode("AppStore/Verification/AppleRootCA-G3.cer")],
             swiftSettings: swiftSettings
         ),
         // GRDB on SQLite: migrations, inbox with group commit, ledger façade.

@@ -5,6 +5,11 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+// BillingCore depends on swift-certificates, which loads CoreFoundation; Swift then counts libc's
+// `timespec` as CoreFoundation's, and MemberImportVisibility wants that module imported here.
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
 import Foundation
 import Logging
 

@@ -47,7 +47,7 @@ public struct AppStoreController: Sendable {
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
             let body = try await Body(request, members: ["signed_transaction"])
             let jws = try body.string("signed_transaction", hint: "the JWS of Transaction.jwsRepresentation (StoreKit 2)")
-            let report = try verify(jws, for: user.user, position: nil)
+            let report = try await verify(jws, for: user.user, position: nil)
             let outcome = try await ledger.record([report], receivedAt: nowMilliseconds)[0]
             if case .ownedByOtherUser(let original) = outcome {
                 throw APIError(
@@ -60,7 +60,8 @@ public struct AppStoreController: Sendable {
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
             let body = try await Body(request, members: ["transactions"])
             let list = try body.strings("transactions", limit: Self.maximumRestore)
-            let reports = try list.enumerated().map { index, jws in try verify(jws, for: user.user, position: index) }
+            var reports: [AppStoreAppTransaction] = []
+            for (index, jws) in list.enumerated() { reports.append(try await verify(jws, for: user.user, position: index)) }
             let outcomes = try await ledger.record(reports, receivedAt: nowMilliseconds)
             var restored = Set<String>()
             var refused: [String] = []
@@ -100,7 +101,7 @@ public struct AppStoreController: Sendable {
     var nowMilliseconds: Int64 { Int64(configuration.users.now().timeIntervalSince1970 * 1000) }
 
     /// Verifies a forwarded JWS; `position` names it in a restore's list.
-    func verify(_ jws: String, for user: String, position: Int?) throws -> AppStoreAppTransaction {
+    func verify(_ jws: String, for user: String, position: Int?) async throws -> AppStoreAppTransaction {
         guard let verifier = configuration.verifier else {
             throw APIError(
                 .serviceUnavailable, code: "appstore_not_configured",
@@ -109,7 +110,7 @@ public struct AppStoreController: Sendable {
         let place = position.map { "transactions[\($0)]: " } ?? ""
         let verified: VerifiedSignedData
         do {
-            verified = try verifier.verifyTransaction(jws)
+            verified = try await verifier.verifyTransaction(jws)
         } catch {
             throw APIError(.badRequest, code: error.code.rawValue, message: place + error.message)
         }

@@ -52,7 +52,7 @@ public struct AppStoreWebhookController: Sendable {
 
     private func ingest(_ request: Request, logger: Logger) async throws -> Response {
         let body = try await AppStoreRequestBody.collect(request, limit: maximumBodySize)
-        let notification = try Self.verify(body, with: verifier)
+        let notification = try await Self.verify(body, with: verifier)
         let environment = notification.environment ?? AppStoreEnvironment.production.rawValue
         let delivery = InboxDelivery.appStore(notification, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000))
         let outcome: InboxInsertOutcome
@@ -78,7 +78,7 @@ public struct AppStoreWebhookController: Sendable {
     }
 
     /// Verifies a notification body and decodes it; every failure is a 400 with the verifier's code.
-    static func verify(_ body: [UInt8], with verifier: AppStoreVerifier) throws -> AppStoreNotification {
+    static func verify(_ body: [UInt8], with verifier: AppStoreVerifier) async throws -> AppStoreNotification {
         let signedPayload: String
         do {
             signedPayload = try AppStoreNotification.signedPayload(in: body)
@@ -87,7 +87,7 @@ public struct AppStoreWebhookController: Sendable {
         }
         let verified: VerifiedNotification
         do {
-            verified = try verifier.verifyNotification(signedPayload)
+            verified = try await verifier.verifyNotification(signedPayload)
         } catch {
             throw APIError(.badRequest, code: error.code.rawValue, message: error.message)
         }

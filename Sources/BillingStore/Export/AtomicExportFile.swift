@@ -3,6 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+// BillingCore depends on swift-certificates, which loads CoreFoundation; Swift then counts libc's
+// `struct stat` as CoreFoundation's, and MemberImportVisibility wants that module imported here.
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
 import Foundation
 
 /// Writes export bytes to an open file descriptor, retrying short and interrupted writes.
