@@ -164,8 +164,14 @@ struct PlanCatalogTests {
         // Unknown keys, at every level.
         (#"{"tiers": [{"id": "free", "name": "Free", "rank": 0}], "tier": []}"#, "tier", "unknown key; expected one of: version, default_tier, tiers"),
         (catalogWithPro(#""limts": {"projects": 1}"#), "tiers[1].limts",
-         "unknown key; expected one of: id, name, rank, description, stripe, features, limits, past_due_grace_days"),
+         "unknown key; expected one of: id, name, rank, description, stripe, app_store, features, limits, past_due_grace_days"),
         (catalogWithPro(#""stripe": {"price": [{"id": "price_A"}]}"#), "tiers[1].stripe.price", "unknown key; expected one of: prices, products"),
+        // App Store products.
+        (catalogWithPro(#""app_store": {"product": ["com.example.pro"]}"#), "tiers[1].app_store.product", "unknown key; expected one of: products"),
+        (catalogWithPro(#""app_store": {"products": ["com example pro"]}"#), "tiers[1].app_store.products[0]",
+         #""com example pro" is not an App Store product id; expected the id from App Store Connect, such as com.example.pro.monthly (letters, digits, . _ and -)"#),
+        (catalogWithPro(#""app_store": {"products": ["com.example.pro", "com.example.pro"]}"#), "tiers[1].app_store.products[1]",
+         "App Store product com.example.pro already grants tiers[1] (pro); a product can grant only one tier"),
         (catalogWithPro(#""stripe": {"prices": [{"id": "price_A", "amount": 2900}]}"#), "tiers[1].stripe.prices[0].amount",
          "unknown key; expected one of: id, lookup_key, interval"),
         // Missing keys and wrong types.

@@ -81,7 +81,7 @@ struct UserEndpointPlanCatalogTests {
              limts:
                projects: 5
          """,
-         "Plan catalog (BILLINGD_PLANS) plans.yaml:8:5: tiers[1].limts: unknown key; expected one of: id, name, rank, description, stripe, features, limits, past_due_grace_days"),
+         "Plan catalog (BILLINGD_PLANS) plans.yaml:8:5: tiers[1].limts: unknown key; expected one of: id, name, rank, description, stripe, app_store, features, limits, past_due_grace_days"),
         ("""
          tiers:
            - id: free

@@ -121,7 +121,7 @@ struct UserEndpointTests {
                 "user", "livemode", "account", "subscribed", "plan", "plan_name", "status", "why", "source", "subscription_id",
                 "customer_id", "product_id", "price_id", "lookup_key", "interval", "interval_count", "quantity", "unit_amount",
                 "current_period_start", "current_period_end", "cancel_at_period_end", "cancel_at", "canceled_at", "trial_start",
-                "trial_end", "ends_at", "valid_until", "grace_until", "unmapped_price",
+                "trial_end", "ends_at", "valid_until", "grace_until", "unmapped_price", "will_renew", "billing_issue", "environment",
             ])
         }
     }

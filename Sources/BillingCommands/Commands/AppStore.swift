@@ -49,6 +49,14 @@ struct AppStoreTrigger: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the signed request instead of sending it.")
     var print = false
 
+    /// For scripts/bench-appstore: write this many distinct signed notifications to --requests
+    /// (one `-<TAB>body` line each, the format of scripts/bench/ingest.lua) instead of sending one.
+    @Option(name: .long, help: .hidden)
+    var count: Int?
+
+    @Option(name: .long, help: .hidden)
+    var requests: String?
+
     @OptionGroup var global: GlobalOptions
 
     func validate() throws {
@@ -72,6 +80,10 @@ struct AppStoreTrigger: AsyncParsableCommand {
         var token: String?
         if let user { token = try await AppStoreLedger(database: database).accountToken(for: user) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
+        if let count, let requests {
+            try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
+            return
+        }
         let sample = AppStoreSampleNotification(
             type: notificationType, subtype: subtype, productID: product,
             originalTransactionID: AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product),
@@ -101,5 +113,26 @@ struct AppStoreTrigger: AsyncParsableCommand {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         Swift.print("\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID) → HTTP \(status) \(String(decoding: data, as: UTF8.self))")
         if !(200..<300).contains(status) { throw ExitCode(1) }
+    }
+
+    /// Distinct notifications (each its own original transaction), signed once each.
+    func writeRequests(count: Int, to path: String, pki: AppStoreTestPKI, bundleID: String, now: Int64) throws {
+        guard count > 0, FileManager.default.createFile(atPath: path, contents: nil),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { throw ValidationError("Cannot write \(path).") }
+        defer { try? handle.close() }
+        var buffer: [UInt8] = []
+        for index in 0..<count {
+            let sample = AppStoreSampleNotification(
+                type: notificationType, subtype: subtype, productID: product,
+                originalTransactionID: AppStoreSampleNotification.originalTransactionID(user: "bench-\(index)", product: product),
+                bundleID: bundleID, environment: .sandbox, now: now)
+            buffer += Array("-\t{\"signedPayload\":\"".utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array("\"}\n".utf8)
+            if buffer.count > 1 << 20 {
+                try handle.write(contentsOf: buffer)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        try handle.write(contentsOf: buffer)
     }
 }
