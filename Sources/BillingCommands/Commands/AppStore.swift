@@ -84,9 +84,14 @@ struct AppStoreTrigger: AsyncParsableCommand {
             try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
             return
         }
+        // A renewal or a new purchase is a new transaction; anything else (a failed renewal, a
+        // refund, a change of renewal preference) is about the subscription's current one.
+        let original = AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product)
+        let current = try await AppStoreLedger(database: database).subscription(environment: "Sandbox", originalTransactionID: original)
+        let startsPeriod = ["SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE"].contains(notificationType)
         let sample = AppStoreSampleNotification(
-            type: notificationType, subtype: subtype, productID: product,
-            originalTransactionID: AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product),
+            type: notificationType, subtype: subtype, productID: product, originalTransactionID: original,
+            transactionID: startsPeriod ? nil : current?.0.transactionID ?? original,
             bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, environment: .sandbox,
             appAccountToken: token, now: now)
         let body = Array(#"{"signedPayload":""#.utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array(#""}"#.utf8)
