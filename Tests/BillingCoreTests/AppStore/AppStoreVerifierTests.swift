@@ -37,6 +37,56 @@ struct AppStoreVerifierTests {
         }
     }
 
+    // MARK: - Apple's own chain
+
+    /// A Sandbox transaction signed by the App Store in February 2025 (published in a public test
+    /// suite): Apple's real leaf (expired October 2025), WWDR G6 intermediate and Root CA - G3.
+    static func appleSignedJWS() throws -> String {
+        String(decoding: try Fixtures.data("appstore/apple_sandbox_transaction.jws"), as: UTF8.self)
+    }
+
+    @Test("A transaction Apple signed verifies to the embedded G3 root, though its leaf has since expired")
+    func appleSignedTransaction() async throws {
+        let jws = try Self.appleSignedJWS()
+        let verifier = try AppStoreVerifier(.init(bundleID: "com.goodheartapp"))
+        let verified = try await verifier.verifyTransaction(jws)
+        #expect(verified.environment == .sandbox)
+        #expect(verified.signedDate == 1_739_161_772_561)
+        #expect(verified.payload == (try AppStoreJWS.payload(of: jws)))
+        // Twice: the second answer comes from the chain cache.
+        #expect(try await verifier.verifyTransaction(jws) == verified)
+    }
+
+    @Test("Apple's signed transaction is refused once its payload is changed", arguments: [
+        ("price", 1, AppStoreVerificationError.Code.signatureMismatch),
+        ("signedDate", 1_767_225_601_000, .certificateExpiredAtSignedDate),
+        ("signedDate", 1_600_000_000_000, .certificateExpiredAtSignedDate),
+    ] as [(String, Int64, AppStoreVerificationError.Code)])
+    func appleSignedTransactionChanged(member: String, value: Int64, code: AppStoreVerificationError.Code) async throws {
+        let jws = try Self.appleSignedJWS()
+        var object = try #require(JSONSerialization.jsonObject(with: Data(AppStoreJWS.payload(of: jws))) as? [String: Any])
+        object[member] = value
+        let changed = F.replacingPayload(of: jws, with: Array(try JSONSerialization.data(withJSONObject: object)))
+        let verifier = try AppStoreVerifier(.init(bundleID: "com.goodheartapp"))
+        let error = await #expect(throws: AppStoreVerificationError.self) { try await verifier.verifyTransaction(changed) }
+        #expect(error?.code == code)
+    }
+
+    @Test("Apple's signed transaction is refused for another bundle, outside the accepted environments, or under another root")
+    func appleSignedTransactionMisaddressed() async throws {
+        let jws = try Self.appleSignedJWS()
+        let cases: [(AppStoreVerifier.Configuration, AppStoreVerificationError.Code)] = [
+            (.init(bundleID: F.bundleID), .wrongBundleID),
+            (.init(bundleID: "com.goodheartapp", environments: [.production]), .wrongEnvironment),
+            (.init(bundleID: "com.goodheartapp", rootCertificates: [pki.rootDER]), .untrustedChain),
+        ]
+        for (configuration, code) in cases {
+            let verifier = try AppStoreVerifier(configuration)
+            let error = await #expect(throws: AppStoreVerificationError.self) { try await verifier.verifyTransaction(jws) }
+            #expect(error?.code == code)
+        }
+    }
+
     // MARK: - Accepted
 
     @Test("A genuine transaction is accepted with the payload bytes exactly as signed")
