@@ -2,9 +2,6 @@ import ArgumentParser
 import BillingCore
 import BillingStore
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// `billingd appstore …`: App Store tools.
 struct AppStore: AsyncParsableCommand {
@@ -96,28 +93,14 @@ struct AppStoreTrigger: AsyncParsableCommand {
             appAccountToken: token, now: now)
         let body = Array(#"{"signedPayload":""#.utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array(#""}"#.utf8)
         let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/appstore"
+        let post = WebhookPost(target: target, headers: [], body: body)
         if print {
-            Swift.print("POST \(target)\nContent-Type: application/json\n")
-            Swift.print(String(decoding: body, as: UTF8.self))
-            return
+            post.print()
+        } else {
+            try await post.send(
+                label: "\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID)",
+                example: "http://127.0.0.1:8080/webhooks/appstore")
         }
-        guard let endpoint = URL(string: target), ["http", "https"].contains(endpoint.scheme ?? "") else {
-            throw ValidationError("--url must be an http(s) URL, e.g. http://127.0.0.1:8080/webhooks/appstore.")
-        }
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(body)
-        request.timeoutInterval = 30
-        let (data, response): (Data, URLResponse)
-        do {
-            (data, response) = try await URLSession.shared.data(for: request)
-        } catch {
-            throw ValidationError("Could not reach \(target): \(error.localizedDescription). Is `billingd serve --local` running there?")
-        }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        Swift.print("\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID) → HTTP \(status) \(String(decoding: data, as: UTF8.self))")
-        if !(200..<300).contains(status) { throw ExitCode(1) }
     }
 
     /// Distinct notifications (each its own original transaction), signed once each.

@@ -2,9 +2,6 @@ import ArgumentParser
 import BillingCore
 import BillingStore
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// `billingd trigger`: sign a realistic sample event the way Stripe does and post it to a
 /// running billingd, like `stripe trigger` but offline.
@@ -81,30 +78,12 @@ struct Trigger: AsyncParsableCommand {
         let signature = SignatureVerifier.header(body: body, secret: secret, timestamp: now)
         let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/stripe"
 
+        let post = WebhookPost(target: target, headers: [("Stripe-Signature", signature)], body: body)
         if print {
-            Swift.print("POST \(target)\nStripe-Signature: \(signature)\nContent-Type: application/json\n")
-            Swift.print(String(decoding: body, as: UTF8.self))
-            return
+            post.print()
+        } else {
+            try await post.send(label: "\(eventType) \(eventID)", example: "http://127.0.0.1:8080/webhooks/stripe")
         }
-        guard let endpoint = URL(string: target), ["http", "https"].contains(endpoint.scheme ?? "") else {
-            throw ValidationError("--url must be an http(s) URL, e.g. http://127.0.0.1:8080/webhooks/stripe.")
-        }
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = "POST"
-        request.setValue("application/json; charset=utf-8", forHTTPHeaderField: "Content-Type")
-        request.setValue(signature, forHTTPHeaderField: "Stripe-Signature")
-        request.setValue("billingd-trigger/\(BillingdVersion.current)", forHTTPHeaderField: "User-Agent")
-        request.httpBody = Data(body)
-        request.timeoutInterval = 30
-        let (data, response): (Data, URLResponse)
-        do {
-            (data, response) = try await URLSession.shared.data(for: request)
-        } catch {
-            throw ValidationError("Could not reach \(target): \(error.localizedDescription). Is `billingd serve` running there?")
-        }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        Swift.print("\(eventType) \(eventID) → HTTP \(status) \(String(decoding: data, as: UTF8.self))")
-        if !(200..<300).contains(status) { throw ExitCode(1) }
     }
 
     static func randomSuffix() -> String {
