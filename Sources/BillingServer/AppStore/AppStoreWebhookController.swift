@@ -51,7 +51,7 @@ public struct AppStoreWebhookController: Sendable {
     }
 
     private func ingest(_ request: Request, logger: Logger) async throws -> Response {
-        let body = try await AppStoreRequestBody.collect(request, limit: maximumBodySize)
+        let body = try await RequestBody.collect(request, limit: maximumBodySize)
         let notification = try await Self.verify(body, with: verifier)
         let environment = notification.environment ?? AppStoreEnvironment.production.rawValue
         let delivery = InboxDelivery.appStore(notification, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000))
@@ -98,24 +98,5 @@ public struct AppStoreWebhookController: Sendable {
         } catch {
             throw APIError(.badRequest, code: "invalid_payload", message: "The notification is genuine but cannot be read: \(error.message).")
         }
-    }
-}
-
-/// Reading request bodies of the App Store endpoints: a size limit (413 above it) and nothing else.
-enum AppStoreRequestBody {
-    static func collect(_ request: Request, limit: Int) async throws -> [UInt8] {
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit {
-            throw tooLarge(limit)
-        }
-        do {
-            let buffer = try await request.body.collect(upTo: limit)
-            return Array(buffer.readableBytesView)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge(limit)
-        }
-    }
-
-    static func tooLarge(_ limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "body_too_large", message: "The body is larger than \(limit) bytes.")
     }
 }

@@ -62,16 +62,7 @@ public struct WebhookController: Sendable {
 
     private func ingest(_ request: Request, logger: Logger, eventType: inout String?) async throws -> Response {
         let started = ContinuousClock.now
-        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > configuration.maximumBodySize {
-            throw Self.tooLarge(configuration.maximumBodySize)
-        }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
-        } catch is NIOTooManyBytesError {
-            throw Self.tooLarge(configuration.maximumBodySize)
-        }
-        let body = Array(buffer.readableBytesView)
+        let body = try await RequestBody.collect(request, limit: configuration.maximumBodySize)
 
         let secretIndex: Int
         do {
@@ -113,10 +104,6 @@ public struct WebhookController: Sendable {
                 "livemode": "\(envelope.livemode)", "duration_ms": "\(Self.milliseconds(elapsed))",
             ])
         return APIError.jsonResponse(status: .ok, body: ["received": true, "duplicate": duplicate, "id": envelope.id])
-    }
-
-    private static func tooLarge(_ limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "body_too_large", message: "The body is larger than \(limit) bytes.")
     }
 
     private static func outcome(for error: APIError) -> BillingMetrics.DeliveryOutcome {
