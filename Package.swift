@@ -61,11 +61,18 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        // StripeClient over libcurl: wire rules, retries, rate limit, pagination.
+        // The HTTP transport every outside API shares: libcurl off the cooperative pool, TLS always
+        // verified, keep-alive, time limits; the token bucket with interactive-first queues.
+        .target(
+            name: "APITransport",
+            dependencies: ["CCurl"],
+            swiftSettings: swiftSettings
+        ),
+        // StripeClient over APITransport: wire rules, retries, rate limit, pagination.
         .target(
             name: "StripeAPI",
             dependencies: [
-                "CCurl",
+                "APITransport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -96,6 +103,7 @@ let package = Package(
             dependencies: [
                 "BillingCore",
                 "BillingStore",
+                "APITransport",
                 "StripeAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
@@ -116,6 +124,7 @@ let package = Package(
                 "BillingCore",
                 "BillingStore",
                 "BillingServer",
+                "APITransport",
                 "StripeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -146,6 +155,7 @@ let package = Package(
                 "BillingStore",
                 "BillingServer",
                 "BillingCommands",
+                "APITransport",
                 "StripeAPI",
                 "StripeFake",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -160,6 +170,7 @@ let package = Package(
         .testTarget(
             name: "StripeAPITests",
             dependencies: [
+                "APITransport",
                 "StripeAPI",
                 "StripeFake",
                 "BillingCore",

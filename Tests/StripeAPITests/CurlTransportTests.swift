@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 import Logging
 import StripeAPI
@@ -15,7 +16,7 @@ struct CurlTransportTests {
         let probe = ProbeServer()
         let transport = CurlTransport(maxConnections: 2)
         try await probe.run { base in
-            let get = try await transport.perform(StripeTransportRequest(
+            let get = try await transport.perform(HTTPTransportRequest(
                 method: .get, url: "\(base)/echo?limit=3&expand%5B0%5D=data.items", headers: Self.headers
             ))
             #expect(get.status == 200)
@@ -25,13 +26,13 @@ struct CurlTransportTests {
             #expect(get.headers.keys.allSatisfy { $0 == $0.lowercased() })
 
             let form = Array("email=a%40b.c&metadata%5Bapp_user_id%5D=u%201".utf8)
-            let post = try await transport.perform(StripeTransportRequest(
+            let post = try await transport.perform(HTTPTransportRequest(
                 method: .post, url: "\(base)/echo",
                 headers: Self.headers + [("Content-Type", "application/x-www-form-urlencoded"), ("Idempotency-Key", "key-1")],
                 body: form
             ))
             #expect(post.status == 200)
-            let delete = try await transport.perform(StripeTransportRequest(method: .delete, url: "\(base)/echo", headers: Self.headers))
+            let delete = try await transport.perform(HTTPTransportRequest(method: .delete, url: "\(base)/echo", headers: Self.headers))
             #expect(delete.status == 200)
 
             let seen = probe.seen
@@ -81,7 +82,7 @@ struct CurlTransportTests {
         let transport = CurlTransport(maxConnections: 4)
         try await probe.run { base in
             for _ in 0..<8 {
-                let response = try await transport.perform(StripeTransportRequest(method: .get, url: "\(base)/echo"))
+                let response = try await transport.perform(HTTPTransportRequest(method: .get, url: "\(base)/echo"))
                 #expect(response.status == 200)
             }
             #expect(probe.seen.count == 8)
@@ -96,7 +97,7 @@ struct CurlTransportTests {
         try await probe.run { base in
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<20 {
-                    group.addTask { try await transport.perform(StripeTransportRequest(method: .get, url: "\(base)/work")).status }
+                    group.addTask { try await transport.perform(HTTPTransportRequest(method: .get, url: "\(base)/work")).status }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -113,8 +114,8 @@ struct CurlTransportTests {
         let transport = CurlTransport(maxConnections: 6)
         try await probe.run { base in
             let transfers = (0..<6).map { _ in
-                Task { () async throws(StripeTransportError) -> StripeTransportResponse in
-                    try await transport.perform(StripeTransportRequest(method: .get, url: "\(base)/slow", timeout: .seconds(30)))
+                Task { () async throws(HTTPTransportError) -> HTTPTransportResponse in
+                    try await transport.perform(HTTPTransportRequest(method: .get, url: "\(base)/slow", timeout: .seconds(30)))
                 }
             }
             await eventually("6 slow transfers in flight") { probe.inFlight == 6 }
@@ -126,7 +127,7 @@ struct CurlTransportTests {
             for transfer in transfers { transfer.cancel() }
             for transfer in transfers {
                 let result = await transfer.result
-                guard case .failure(let error as StripeTransportError) = result, case .other(let message) = error else {
+                guard case .failure(let error as HTTPTransportError) = result, case .other(let message) = error else {
                     Issue.record("expected a cancelled transfer, got \(result)")
                     continue
                 }
@@ -139,8 +140,8 @@ struct CurlTransportTests {
     func timeout() async throws {
         let probe = ProbeServer()
         try await probe.run { base in
-            let error = try await #require(throws: StripeTransportError.self) {
-                try await CurlTransport().perform(StripeTransportRequest(method: .get, url: "\(base)/slow", timeout: .milliseconds(300)))
+            let error = try await #require(throws: HTTPTransportError.self) {
+                try await CurlTransport().perform(HTTPTransportRequest(method: .get, url: "\(base)/slow", timeout: .milliseconds(300)))
             }
             guard case .timedOut = error else {
                 Issue.record("expected .timedOut, got \(error)")
@@ -153,8 +154,8 @@ struct CurlTransportTests {
     @Test("A port nobody listens on: .couldNotConnect")
     func refused() async throws {
         let closed = try RawSocketServer(listening: false)
-        let error = try await #require(throws: StripeTransportError.self) {
-            try await CurlTransport().perform(StripeTransportRequest(method: .get, url: "\(closed.baseURL)/v1/events"))
+        let error = try await #require(throws: HTTPTransportError.self) {
+            try await CurlTransport().perform(HTTPTransportRequest(method: .get, url: "\(closed.baseURL)/v1/events"))
         }
         withExtendedLifetime(closed) {}
         guard case .couldNotConnect(let message) = error else {
@@ -168,8 +169,8 @@ struct CurlTransportTests {
     func connectionLost() async throws {
         let server = try RawSocketServer()
         server.serve(connections: 1, reply: nil)
-        let error = try await #require(throws: StripeTransportError.self) {
-            try await CurlTransport().perform(StripeTransportRequest(method: .post, url: "\(server.baseURL)/v1/customers", body: Array("a=1".utf8)))
+        let error = try await #require(throws: HTTPTransportError.self) {
+            try await CurlTransport().perform(HTTPTransportRequest(method: .post, url: "\(server.baseURL)/v1/customers", body: Array("a=1".utf8)))
         }
         withExtendedLifetime(server) {}
         guard case .connectionLost = error else {
@@ -185,7 +186,7 @@ struct CurlTransportTests {
             + "HTTP/1.1 402 Payment Required\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
             + "Request-Id: req_raw\r\nX-Dup: a\r\nx-dup: b\r\nContent-Length: \(gzippedJSON.count)\r\nConnection: close\r\n\r\n"
         server.serve(connections: 1, reply: Array(head.utf8) + gzippedJSON)
-        let response = try await CurlTransport().perform(StripeTransportRequest(method: .get, url: "\(server.baseURL)/v1/x"))
+        let response = try await CurlTransport().perform(HTTPTransportRequest(method: .get, url: "\(server.baseURL)/v1/x"))
         withExtendedLifetime(server) {}
         #expect(response.status == 402)
         #expect(String(decoding: response.body, as: UTF8.self) == #"{"compressed":true,"id":"cus_gz"}"#)
@@ -198,8 +199,8 @@ struct CurlTransportTests {
     @Test("A header value with a line break is refused before anything is sent")
     func headerInjection() async throws {
         let closed = try RawSocketServer(listening: false)
-        let error = try await #require(throws: StripeTransportError.self) {
-            try await CurlTransport().perform(StripeTransportRequest(
+        let error = try await #require(throws: HTTPTransportError.self) {
+            try await CurlTransport().perform(HTTPTransportRequest(
                 method: .get, url: "\(closed.baseURL)/v1/x", headers: [("Stripe-Account", "acct_1\r\nX-Evil: 1")]
             ))
         }

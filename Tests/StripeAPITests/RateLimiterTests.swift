@@ -1,3 +1,4 @@
+import APITransport
 import StripeAPI
 import Synchronization
 import Testing
@@ -61,7 +62,7 @@ struct RateLimiterTests {
     @Test("A full bucket allows a burst of max(1, rate), then one token per 1/rate seconds")
     func burstThenRate() async throws {
         let clock = ManualClock()
-        let limiter = StripeRateLimiter(requestsPerSecond: 5, clock: clock)
+        let limiter = RequestRateLimiter(requestsPerSecond: 5, clock: clock)
         #expect(limiter.burst == 5)
         for _ in 0..<5 { #expect(try await limiter.acquire(.interactive) == .zero) }
         #expect(await limiter.availableTokens < 1e-9)
@@ -71,13 +72,13 @@ struct RateLimiterTests {
         clock.advance(by: .seconds(60))
         #expect(await limiter.availableTokens == 5, "never more than the burst saved up")
 
-        #expect(StripeRateLimiter(requestsPerSecond: 0.2, clock: clock).burst == 1)
+        #expect(RequestRateLimiter(requestsPerSecond: 0.2, clock: clock).burst == 1)
     }
 
     @Test("A caller without a token waits exactly until one has accrued")
     func waitsForToken() async throws {
         let clock = ManualClock()
-        let limiter = StripeRateLimiter(requestsPerSecond: 4, clock: clock)
+        let limiter = RequestRateLimiter(requestsPerSecond: 4, clock: clock)
         for _ in 0..<4 { _ = try await limiter.acquire(.bulk) }
         let waiting = Task { try await limiter.acquire(.bulk) }
         await eventually("the caller to queue") { await limiter.waiting(.bulk) == 1 }
@@ -92,7 +93,7 @@ struct RateLimiterTests {
     @Test("Sixty acquisitions at 10/s with a burst of 10 take 5 s of clock time")
     func sustainedRate() async throws {
         let clock = ManualClock()
-        let limiter = StripeRateLimiter(requestsPerSecond: 10, clock: clock)
+        let limiter = RequestRateLimiter(requestsPerSecond: 10, clock: clock)
         let finished = Flag()
         let done = Task {
             for _ in 0..<60 { _ = try await limiter.acquire(.bulk) }
@@ -113,11 +114,11 @@ struct RateLimiterTests {
     @Test("Waiting interactive callers go before every waiting bulk caller; FIFO within a priority")
     func interactiveFirst() async throws {
         let clock = ManualClock()
-        let limiter = StripeRateLimiter(requestsPerSecond: 1, clock: clock)
+        let limiter = RequestRateLimiter(requestsPerSecond: 1, clock: clock)
         _ = try await limiter.acquire(.interactive)
         let arrivals = Arrivals()
         var tasks: [Task<Void, any Error>] = []
-        let queue: [(String, StripeRequestPriority)] = [
+        let queue: [(String, RequestPriority)] = [
             ("bulk1", .bulk), ("bulk2", .bulk), ("interactive1", .interactive), ("bulk3", .bulk), ("interactive2", .interactive),
         ]
         for (index, (name, priority)) in queue.enumerated() {
@@ -144,7 +145,7 @@ struct RateLimiterTests {
     @Test("A cancelled waiter leaves the queue and throws CancellationError")
     func cancellation() async throws {
         let clock = ManualClock()
-        let limiter = StripeRateLimiter(requestsPerSecond: 1, clock: clock)
+        let limiter = RequestRateLimiter(requestsPerSecond: 1, clock: clock)
         _ = try await limiter.acquire(.bulk)
         let waiter = Task { try await limiter.acquire(.bulk) }
         await eventually("the waiter to queue") { await limiter.waiting(.bulk) == 1 }
@@ -158,7 +159,7 @@ struct RateLimiterTests {
     @Test("A rate that is not positive and finite turns the limit off")
     func unlimited() async throws {
         for rate in [0, -1, Double.infinity] {
-            let limiter = StripeRateLimiter(requestsPerSecond: rate, clock: ManualClock())
+            let limiter = RequestRateLimiter(requestsPerSecond: rate, clock: ManualClock())
             for _ in 0..<100 { #expect(try await limiter.acquire(.bulk) == .zero) }
         }
     }

@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 import StripeAPI
 import StripeFake

@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 import StripeAPI
 import Testing
@@ -14,7 +15,7 @@ struct StripeClientPaginationTests {
         )
     }
 
-    static func query(_ request: StripeTransportRequest) -> [String: String] {
+    static func query(_ request: HTTPTransportRequest) -> [String: String] {
         let components = URLComponents(string: request.url)
         return Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }) { $1 }
     }
@@ -128,7 +129,7 @@ struct StripeClientPaginationTests {
     @Test("Lists are sent at bulk priority unless told otherwise")
     func bulkPriority() async throws {
         let clock = ManualClock()
-        let limiter = StripeRateLimiter(requestsPerSecond: 1, clock: clock)
+        let limiter = RequestRateLimiter(requestsPerSecond: 1, clock: clock)
         let transport = ScriptedTransport([.json(), .json(), Self.page(["cus_1"], hasMore: false)])
         let observer = RecordingObserver()
         let client = StripeClient(

@@ -1,17 +1,18 @@
+import APITransport
 import Foundation
 import Logging
 import StripeAPI
 import Synchronization
 import Testing
 
-/// A `StripeTransport` that records every request and answers from a script, in order.
-final class ScriptedTransport: StripeTransport {
+/// A `HTTPTransport` that records every request and answers from a script, in order.
+final class ScriptedTransport: HTTPTransport {
     enum Answer: Sendable {
-        case response(StripeTransportResponse)
-        case failure(StripeTransportError)
+        case response(HTTPTransportResponse)
+        case failure(HTTPTransportError)
     }
 
-    private let state: Mutex<(answers: [Answer], requests: [StripeTransportRequest])>
+    private let state: Mutex<(answers: [Answer], requests: [HTTPTransportRequest])>
 
     init(_ answers: [Answer] = []) {
         state = Mutex((answers, []))
@@ -21,9 +22,9 @@ final class ScriptedTransport: StripeTransport {
         state.withLock { $0.answers.append(contentsOf: answers) }
     }
 
-    var requests: [StripeTransportRequest] { state.withLock { $0.requests } }
+    var requests: [HTTPTransportRequest] { state.withLock { $0.requests } }
 
-    func perform(_ request: StripeTransportRequest) async throws(StripeTransportError) -> StripeTransportResponse {
+    func perform(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse {
         let answer = state.withLock { state -> Answer? in
             state.requests.append(request)
             return state.answers.isEmpty ? nil : state.answers.removeFirst()
@@ -45,7 +46,7 @@ extension ScriptedTransport.Answer {
         var all = headers
         all["Content-Type"] = "application/json"
         if let requestID { all["Request-Id"] = requestID }
-        return .response(StripeTransportResponse(status: status, headers: all, body: Array(body.utf8)))
+        return .response(HTTPTransportResponse(status: status, headers: all, body: Array(body.utf8)))
     }
 
     static func stripeError(
@@ -76,27 +77,27 @@ final class SleepRecorder: Sendable {
 /// Records everything the client reports.
 final class RecordingObserver: StripeClientObserver {
     struct Attempt: Equatable {
-        let method: StripeHTTPMethod
+        let method: HTTPTransportMethod
         let route: String
         let status: Int?
         let attempt: Int
     }
 
-    private let state = Mutex<(attempts: [Attempt], retries: [(route: String, reason: String, delay: Duration)], waits: [(StripeRequestPriority, Duration)])>(([], [], []))
+    private let state = Mutex<(attempts: [Attempt], retries: [(route: String, reason: String, delay: Duration)], waits: [(RequestPriority, Duration)])>(([], [], []))
 
     var attempts: [Attempt] { state.withLock { $0.attempts } }
     var retries: [(route: String, reason: String, delay: Duration)] { state.withLock { $0.retries } }
-    var waits: [(StripeRequestPriority, Duration)] { state.withLock { $0.waits } }
+    var waits: [(RequestPriority, Duration)] { state.withLock { $0.waits } }
 
-    func stripeRequest(method: StripeHTTPMethod, route: String, status: Int?, attempt: Int, duration: Duration) {
+    func stripeRequest(method: HTTPTransportMethod, route: String, status: Int?, attempt: Int, duration: Duration) {
         state.withLock { $0.attempts.append(Attempt(method: method, route: route, status: status, attempt: attempt)) }
     }
 
-    func stripeRetry(method: StripeHTTPMethod, route: String, reason: String, delay: Duration) {
+    func stripeRetry(method: HTTPTransportMethod, route: String, reason: String, delay: Duration) {
         state.withLock { $0.retries.append((route, reason, delay)) }
     }
 
-    func stripeRateLimitWait(priority: StripeRequestPriority, waited: Duration) {
+    func stripeRateLimitWait(priority: RequestPriority, waited: Duration) {
         state.withLock { $0.waits.append((priority, waited)) }
     }
 }

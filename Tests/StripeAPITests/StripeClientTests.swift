@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 import Logging
 import StripeAPI
@@ -256,8 +257,8 @@ struct StripeClientTests {
     func nonJSONErrorBody() async throws {
         let html = "<html>\r\n<head><title>502 Bad Gateway</title></head>\n\t<body>" + String(repeating: "x", count: 400) + "</body></html>"
         let transport = ScriptedTransport([
-            .response(StripeTransportResponse(status: 502, headers: ["Request-Id": "req_html"], body: Array(html.utf8))),
-            .response(StripeTransportResponse(status: 500, body: [])),
+            .response(HTTPTransportResponse(status: 502, headers: ["Request-Id": "req_html"], body: Array(html.utf8))),
+            .response(HTTPTransportResponse(status: 500, body: [])),
         ])
         let client = Fixture.client(transport, maxRetries: 0)
         let error = try await #require(throws: StripeError.self) { try await client.send(.get, "/v1/events") }

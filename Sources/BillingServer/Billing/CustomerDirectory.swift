@@ -1,3 +1,4 @@
+import APITransport
 import BillingCore
 import BillingStore
 import HTTPTypes

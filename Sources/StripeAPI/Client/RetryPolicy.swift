@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 
 /// Which failed answers are worth another attempt, how long to wait, and what kind of error each is.
@@ -15,7 +16,7 @@ enum RetryPolicy {
     /// `Stripe-Should-Retry` decides when present; otherwise 429, 5xx, and 409 lock or idempotency
     /// conflicts are retried, and every other status is final.
     static func decide(status: Int, headers: [String: String], details: ErrorDetails) -> Decision {
-        let retryAfter = headers["retry-after"].flatMap(retryAfterDuration)
+        let retryAfter = headers["retry-after"].flatMap(RetryBackoff.retryAfter)
         let label = "HTTP \(status)" + (details.code.map { " \($0)" } ?? "")
         switch headers["stripe-should-retry"]?.lowercased() {
         case "false": return .stop
@@ -27,22 +28,6 @@ enum RetryPolicy {
             return .retry(reason: label, after: retryAfter)
         }
         return .stop
-    }
-
-    /// `Retry-After` in seconds (the HTTP-date form is not used by Stripe and is ignored).
-    static func retryAfterDuration(_ text: String) -> Duration? {
-        guard let seconds = Double(text.trimmingCharacters(in: .whitespaces)), seconds.isFinite, seconds >= 0 else {
-            return nil
-        }
-        return .milliseconds(Int64(min(seconds, 86_400) * 1000))
-    }
-
-    /// Retry-After when given, otherwise full jitter: a random time up to base × 2^(attempt-1);
-    /// capped either way.
-    static func delay(attempt: Int, retryAfter: Duration?, base: Duration, cap: Duration, random: Double) -> Duration {
-        if let retryAfter { return min(retryAfter, cap) }
-        let ceiling = min(cap, base * (1 << min(max(attempt - 1, 0), 30)))
-        return ceiling * min(max(random, 0), 1)
     }
 
     static func kind(status: Int, type: String?) -> StripeError.Kind {
@@ -77,7 +62,7 @@ enum RetryPolicy {
             let error: Inner
         }
 
-        init(_ answer: StripeTransportResponse) {
+        init(_ answer: HTTPTransportResponse) {
             if let body = try? JSONDecoder().decode(Body.self, from: Data(answer.body)) {
                 type = body.error.type
                 code = body.error.code

@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 import Logging
 
@@ -7,8 +8,8 @@ import Logging
 public final class StripeClient: Sendable {
     public let configuration: StripeClientConfiguration
     /// Shared by every call of this client; pass one in to share it between clients on one key.
-    public let rateLimiter: StripeRateLimiter
-    private let transport: any StripeTransport
+    public let rateLimiter: RequestRateLimiter
+    private let transport: any HTTPTransport
     private let logger: Logger
     private let observer: (any StripeClientObserver)?
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -20,10 +21,10 @@ public final class StripeClient: Sendable {
     ///   - random: a number in 0..<1 for the jitter.
     public init(
         configuration: StripeClientConfiguration,
-        transport: any StripeTransport = CurlTransport(),
+        transport: any HTTPTransport = CurlTransport(),
         logger: Logger = Logger(label: "billingd.stripe"),
         observer: (any StripeClientObserver)? = nil,
-        rateLimiter: StripeRateLimiter? = nil,
+        rateLimiter: RequestRateLimiter? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
@@ -31,7 +32,7 @@ public final class StripeClient: Sendable {
         self.transport = transport
         self.logger = logger
         self.observer = observer
-        self.rateLimiter = rateLimiter ?? StripeRateLimiter(requestsPerSecond: configuration.requestsPerSecond)
+        self.rateLimiter = rateLimiter ?? RequestRateLimiter(requestsPerSecond: configuration.requestsPerSecond)
         self.sleep = sleep
         self.random = random
     }
@@ -45,12 +46,12 @@ public final class StripeClient: Sendable {
     ///   - path: e.g. `/v1/customers/cus_123`; a query already in it is kept.
     ///   - account: a connected account (`acct_…`), sent as `Stripe-Account`.
     public func send(
-        _ method: StripeHTTPMethod,
+        _ method: HTTPTransportMethod,
         _ path: String,
         parameters: StripeParameters = [:],
         account: String? = nil,
         idempotencyKey: String? = nil,
-        priority: StripeRequestPriority = .interactive
+        priority: RequestPriority = .interactive
     ) async throws(StripeError) -> StripeResponse {
         var pathOnly = path
         var query = ""
@@ -84,7 +85,7 @@ public final class StripeClient: Sendable {
         }
         if let account { headers.append(("Stripe-Account", account)) }
 
-        let request = StripeTransportRequest(
+        let request = HTTPTransportRequest(
             method: method, url: url, headers: headers, body: body,
             connectTimeout: configuration.connectTimeout, timeout: configuration.requestTimeout
         )
@@ -97,21 +98,21 @@ public final class StripeClient: Sendable {
         _ path: String,
         parameters: StripeParameters = [:],
         account: String? = nil,
-        priority: StripeRequestPriority = .bulk
+        priority: RequestPriority = .bulk
     ) -> StripeListPages {
         StripeListPages(client: self, path: path, parameters: parameters, account: account, priority: priority)
     }
 
     /// What the retry loop needs to know about the call besides the request.
     private struct Call {
-        let method: StripeHTTPMethod
+        let method: HTTPTransportMethod
         let path: String
         let route: String
         let idempotencyKey: String?
     }
 
     private func perform(
-        _ request: StripeTransportRequest, _ call: Call, priority: StripeRequestPriority
+        _ request: HTTPTransportRequest, _ call: Call, priority: RequestPriority
     ) async throws(StripeError) -> StripeResponse {
         let maxAttempts = 1 + configuration.maxRetries
         var attempt = 0
@@ -126,7 +127,7 @@ public final class StripeClient: Sendable {
             if waited > .zero { observer?.stripeRateLimitWait(priority: priority, waited: waited) }
 
             let started = ContinuousClock.now
-            let outcome: Result<StripeTransportResponse, StripeTransportError>
+            let outcome: Result<HTTPTransportResponse, HTTPTransportError>
             do {
                 outcome = .success(try await transport.perform(request))
             } catch {
@@ -168,7 +169,7 @@ public final class StripeClient: Sendable {
                 throw failure.kind == .transport ? cancelled(call, attempts: attempt) : failure
             }
             guard case .retry(let reason, let retryAfter) = decision, attempt < maxAttempts else { throw failure }
-            let delay = RetryPolicy.delay(
+            let delay = RetryBackoff.delay(
                 attempt: attempt, retryAfter: retryAfter, base: configuration.retryBaseDelay,
                 cap: configuration.maxRetryDelay, random: random()
             )
@@ -191,7 +192,7 @@ public final class StripeClient: Sendable {
 
     /// One debug line per attempt; the query (customer data) and the key are never logged.
     private func log(
-        _ call: Call, attempt: Int, outcome: Result<StripeTransportResponse, StripeTransportError>, duration: Duration
+        _ call: Call, attempt: Int, outcome: Result<HTTPTransportResponse, HTTPTransportError>, duration: Duration
     ) {
         guard logger.logLevel <= .debug else { return }
         var metadata: Logger.Metadata = [

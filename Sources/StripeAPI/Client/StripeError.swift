@@ -1,3 +1,5 @@
+import APITransport
+
 /// Why a Stripe call failed, after any retries: Stripe's own error fields when it answered, a
 /// description of the transport failure when it did not. Never holds the API key.
 public struct StripeError: Error, Sendable, CustomStringConvertible {
@@ -40,7 +42,7 @@ public struct StripeError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The `Request-Id` of the last answer.
     public let requestID: String?
-    public let method: StripeHTTPMethod
+    public let method: HTTPTransportMethod
     /// The request path without query.
     public let path: String
     /// Attempts made, retries included.
@@ -51,7 +53,7 @@ public struct StripeError: Error, Sendable, CustomStringConvertible {
 
     public init(
         kind: Kind, status: Int? = nil, type: String? = nil, code: String? = nil, param: String? = nil,
-        declineCode: String? = nil, message: String, requestID: String? = nil, method: StripeHTTPMethod, path: String,
+        declineCode: String? = nil, message: String, requestID: String? = nil, method: HTTPTransportMethod, path: String,
         attempts: Int = 1, isRetryable: Bool? = nil
     ) {
         self.kind = kind

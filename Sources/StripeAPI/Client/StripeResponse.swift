@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 
 /// A successful (2xx) answer from Stripe, body untouched.
@@ -12,13 +13,13 @@ public struct StripeResponse: Sendable {
     public let date: Int64?
     /// The idempotency key that was sent (POST only).
     public let idempotencyKey: String?
-    public let method: StripeHTTPMethod
+    public let method: HTTPTransportMethod
     /// The request path without query.
     public let path: String
 
     public init(
         status: Int, body: [UInt8], headers: [String: String] = [:], idempotencyKey: String? = nil,
-        method: StripeHTTPMethod = .get, path: String = "/"
+        method: HTTPTransportMethod = .get, path: String = "/"
     ) {
         self.status = status
         self.body = body

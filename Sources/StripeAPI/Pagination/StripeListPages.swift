@@ -1,3 +1,4 @@
+import APITransport
 import Foundation
 
 /// One element of a list's `data`, as the exact bytes Stripe sent.
@@ -70,7 +71,7 @@ public struct StripeListPages: AsyncSequence, Sendable {
     let path: String
     let parameters: StripeParameters
     let account: String?
-    let priority: StripeRequestPriority
+    let priority: RequestPriority
 
     public func makeAsyncIterator() -> Iterator {
         var first = parameters

@@ -1,10 +1,10 @@
 /// Parses the HTTP `Date` header (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) without
 /// Foundation's locale-dependent formatters.
-enum HTTPDate {
+public enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     /// Unix seconds, nil for anything that is not an IMF-fixdate.
-    static func unixSeconds(_ text: String) -> Int64? {
+    public static func unixSeconds(_ text: String) -> Int64? {
         // "Sun, 06 Nov 1994 08:49:37 GMT": the weekday is ignored.
         guard let comma = text.firstIndex(of: ",") else { return nil }
         let fields = text[text.index(after: comma)...].split(separator: " ", omittingEmptySubsequences: true)

@@ -1,5 +1,5 @@
 /// Which queue a request waits in when the rate limit is reached.
-public enum StripeRequestPriority: String, Sendable {
+public enum RequestPriority: String, Sendable {
     /// A person or a webhook is waiting: served before any bulk request.
     case interactive
     /// Reconcile, backfill, export: uses what interactive calls leave.
@@ -10,7 +10,7 @@ public enum StripeRequestPriority: String, Sendable {
 /// `requestsPerSecond` tokens a second, at most max(1, rate) saved up. Callers without a token
 /// wait FIFO within their priority, and every waiting `.interactive` caller is served before any
 /// `.bulk` one. A rate that is not positive and finite turns the limit off.
-public actor StripeRateLimiter {
+public actor RequestRateLimiter {
     public nonisolated let requestsPerSecond: Double
     /// The most tokens that can be saved up, and so the largest burst.
     public nonisolated let burst: Double
@@ -47,7 +47,7 @@ public actor StripeRateLimiter {
     private var isUnlimited: Bool { !(requestsPerSecond > 0 && requestsPerSecond.isFinite) }
 
     /// Takes one token, waiting for it if needed; returns how long it waited.
-    public func acquire(_ priority: StripeRequestPriority) async throws(CancellationError) -> Duration {
+    public func acquire(_ priority: RequestPriority) async throws(CancellationError) -> Duration {
         if Task.isCancelled { throw CancellationError() }
         if isUnlimited { return .zero }
         let start = now()
@@ -76,7 +76,7 @@ public actor StripeRateLimiter {
     }
 
     /// Callers waiting now, per priority.
-    public func waiting(_ priority: StripeRequestPriority) -> Int {
+    public func waiting(_ priority: RequestPriority) -> Int {
         priority == .interactive ? interactive.count : bulk.count
     }
 

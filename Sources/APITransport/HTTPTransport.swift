@@ -1,5 +1,5 @@
 /// The HTTP methods Stripe's API uses.
-public enum StripeHTTPMethod: String, Sendable {
+public enum HTTPTransportMethod: String, Sendable {
     case get = "GET"
     case post = "POST"
     case delete = "DELETE"
@@ -7,14 +7,14 @@ public enum StripeHTTPMethod: String, Sendable {
 
 /// Sends one HTTP request and returns the answer, whatever its status. `CurlTransport` is the real
 /// one; tests script answers with their own.
-public protocol StripeTransport: Sendable {
+public protocol HTTPTransport: Sendable {
     /// One attempt: no retries, no interpretation of the status.
-    func perform(_ request: StripeTransportRequest) async throws(StripeTransportError) -> StripeTransportResponse
+    func perform(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse
 }
 
 /// A request exactly as it goes on the wire.
-public struct StripeTransportRequest: Sendable {
-    public var method: StripeHTTPMethod
+public struct HTTPTransportRequest: Sendable {
+    public var method: HTTPTransportMethod
     /// The absolute URL, query included.
     public var url: String
     public var headers: [(name: String, value: String)]
@@ -24,7 +24,7 @@ public struct StripeTransportRequest: Sendable {
     public var timeout: Duration
 
     public init(
-        method: StripeHTTPMethod, url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+        method: HTTPTransportMethod, url: String, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
         connectTimeout: Duration = .seconds(10), timeout: Duration = .seconds(80)
     ) {
         self.method = method
@@ -43,7 +43,7 @@ public struct StripeTransportRequest: Sendable {
 }
 
 /// An HTTP answer of any status.
-public struct StripeTransportResponse: Sendable {
+public struct HTTPTransportResponse: Sendable {
     public var status: Int
     /// Header names lowercased; a repeated header's values joined with ", ".
     public var headers: [String: String]
@@ -57,7 +57,7 @@ public struct StripeTransportResponse: Sendable {
 }
 
 /// Why no HTTP answer came back. The message says what the transport saw (never a header value).
-public enum StripeTransportError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum HTTPTransportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The connect or the total time limit was reached.
     case timedOut(String)
     /// No connection could be made: refused, unreachable, or the name did not resolve.

@@ -2,14 +2,14 @@ import CCurl
 import Foundation
 import Synchronization
 
-/// `StripeTransport` over libcurl's easy interface.
+/// `HTTPTransport` over libcurl's easy interface.
 ///
 /// `curl_easy_perform` blocks, so transfers never run on Swift's cooperative pool: each runs on
 /// one of at most `maxConnections` dedicated threads, each owning one easy handle that is reset,
 /// not recreated, between transfers so that its connection cache keeps connections alive. Callers
 /// beyond `maxConnections` wait in FIFO order. A cancelled caller leaves the queue at once, or
 /// stops its running transfer within about a second (libcurl's progress callback).
-public final class CurlTransport: StripeTransport {
+public final class CurlTransport: HTTPTransport {
     /// At most this many transfers in flight, and so at most this many threads and easy handles.
     public let maxConnections: Int
     private let queue: TransferQueue
@@ -25,7 +25,7 @@ public final class CurlTransport: StripeTransport {
         queue.shutDown()
     }
 
-    public func perform(_ request: StripeTransportRequest) async throws(StripeTransportError) -> StripeTransportResponse {
+    public func perform(_ request: HTTPTransportRequest) async throws(HTTPTransportError) -> HTTPTransportResponse {
         let job = TransferJob(request: request)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -45,16 +45,16 @@ private enum CurlGlobal {
 
 /// One caller's transfer; shared between the caller's task and a worker thread.
 final class TransferJob: Sendable {
-    let request: StripeTransportRequest
+    let request: HTTPTransportRequest
     /// Set when the caller's task is cancelled; read by the worker's progress callback.
     let cancelled = Atomic<Bool>(false)
 
-    init(request: StripeTransportRequest) { self.request = request }
+    init(request: HTTPTransportRequest) { self.request = request }
 
     var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
 }
 
-typealias TransferContinuation = CheckedContinuation<Result<StripeTransportResponse, StripeTransportError>, Never>
+typealias TransferContinuation = CheckedContinuation<Result<HTTPTransportResponse, HTTPTransportError>, Never>
 
 /// The FIFO of waiting transfers and the worker threads that drain it.
 ///
@@ -104,7 +104,7 @@ final class TransferQueue: @unchecked Sendable {
     /// job; nil tells the worker to exit. The worker counts as idle before its caller resumes, so
     /// that caller's next request goes to this handle and its open connection, not to a new thread.
     func next(
-        finishing finished: (continuation: TransferContinuation, result: Result<StripeTransportResponse, StripeTransportError>)?
+        finishing finished: (continuation: TransferContinuation, result: Result<HTTPTransportResponse, HTTPTransportError>)?
     ) -> (job: TransferJob, continuation: TransferContinuation)? {
         condition.lock()
         defer { condition.unlock() }
@@ -144,7 +144,7 @@ private final class CurlWorker {
 
     func run() {
         guard let handle = curl_easy_init() else {
-            var finished: (TransferContinuation, Result<StripeTransportResponse, StripeTransportError>)?
+            var finished: (TransferContinuation, Result<HTTPTransportResponse, HTTPTransportError>)?
             while let (_, continuation) = queue.next(finishing: finished) {
                 finished = (continuation, .failure(.other("curl_easy_init failed")))
             }
@@ -155,9 +155,9 @@ private final class CurlWorker {
             errorBuffer.deallocate()
             curl_easy_cleanup(handle)
         }
-        var finished: (TransferContinuation, Result<StripeTransportResponse, StripeTransportError>)?
+        var finished: (TransferContinuation, Result<HTTPTransportResponse, HTTPTransportError>)?
         while let (job, continuation) = queue.next(finishing: finished) {
-            let result: Result<StripeTransportResponse, StripeTransportError>
+            let result: Result<HTTPTransportResponse, HTTPTransportError>
             if job.isCancelled {
                 result = .failure(.other("transfer cancelled before it started"))
             } else {
@@ -169,7 +169,7 @@ private final class CurlWorker {
 
     private static func perform(
         _ job: TransferJob, on handle: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>
-    ) -> Result<StripeTransportResponse, StripeTransportError> {
+    ) -> Result<HTTPTransportResponse, HTTPTransportError> {
         let request = job.request
         for header in request.headers
         where header.name.utf8.contains(where: isLineBreak) || header.value.utf8.contains(where: isLineBreak) {
@@ -264,7 +264,7 @@ private final class CurlWorker {
         }
         var status = 0
         _ = billingd_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return .success(StripeTransportResponse(status: status, headers: state.headers, body: state.body))
+        return .success(HTTPTransportResponse(status: status, headers: state.headers, body: state.body))
     }
 
     private static func isLineBreak(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
@@ -278,7 +278,7 @@ private final class CurlWorker {
     }
 
     /// Sorts libcurl's result codes into what a retry policy needs to know.
-    static func transportError(_ code: CURLcode, _ message: String) -> StripeTransportError {
+    static func transportError(_ code: CURLcode, _ message: String) -> HTTPTransportError {
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             .timedOut(message)
