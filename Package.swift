@@ -77,6 +77,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // AppStoreClient over APITransport: ES256 tokens, Apple's errors, retries, verified answers.
+        .target(
+            name: "AppStoreAPI",
+            dependencies: [
+                "APITransport",
+                "BillingCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Test support: a stateful fake of the Stripe REST API on loopback.
         .target(
             name: "StripeFake",
@@ -104,6 +115,7 @@ let package = Package(
                 "BillingCore",
                 "BillingStore",
                 "APITransport",
+                "AppStoreAPI",
                 "StripeAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
@@ -125,6 +137,7 @@ let package = Package(
                 "BillingStore",
                 "BillingServer",
                 "APITransport",
+                "AppStoreAPI",
                 "StripeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -46,6 +46,15 @@ enum AppStoreLedgerWriter {
                 environment: environment, original: transaction.originalTransactionID, user: report.user, rule: report.ownership,
                 sourceID: sourceID, db: db)
             return changed ? .applied : .stale
+        case .server(let snapshot):
+            let original = snapshot.transaction.originalTransactionID
+            var changed = try upsert(snapshot.transaction, environment: environment, sourceID: sourceID, reversal: false, db: db)
+            if let renewal = snapshot.renewalInfo {
+                changed = try upsert(renewal, environment: environment, sourceID: sourceID, db: db) || changed
+            }
+            try refreshSubscription(environment: environment, original: original, db: db)
+            try tieByAccountToken(environment: environment, original: original, db: db)
+            return changed ? .applied : .stale
         }
     }
 

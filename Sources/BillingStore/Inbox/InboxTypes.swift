@@ -36,9 +36,18 @@ public enum InboxSource: String, Sendable, Codable {
     case appStoreNotification = "appstore_notification"
     /// A verified StoreKit 2 transaction the app's backend forwarded for a user.
     case appStoreApp = "appstore_app"
+    /// A notification recovered from Get Notification History by App Store reconcile.
+    case appStoreHistory = "appstore_history"
+    /// A transaction and renewal info fetched from the App Store Server API to repair a subscription.
+    case appStoreAPI = "appstore_api"
 
     /// Whether the row holds App Store data (keyed by environment, applied by the App Store rules).
-    public var isAppStore: Bool { self == .appStoreNotification || self == .appStoreApp }
+    public var isAppStore: Bool {
+        switch self {
+        case .appStoreNotification, .appStoreApp, .appStoreHistory, .appStoreAPI: true
+        case .webhook, .api: false
+        }
+    }
 }
 
 /// What happened to one delivery at commit.

@@ -194,6 +194,8 @@ public struct InboxApplier: Sendable {
             switch event.source {
             case .appStoreApp:
                 return .appStore(.app(try AppStoreAppTransaction(body: event.body)))
+            case .appStoreAPI:
+                return .appStore(.server(try AppStoreServerSnapshot(body: event.body)))
             default:
                 guard AppStoreDelivery.appliedNotificationTypes.contains(event.type) else { return .ignored }
                 return .appStore(.notification(try AppStoreNotification(storedBody: event.body)))

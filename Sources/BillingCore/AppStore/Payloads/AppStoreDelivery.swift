@@ -10,6 +10,8 @@ public enum AppStoreDelivery: Sendable, Equatable {
     case notification(AppStoreNotification)
     /// A StoreKit 2 transaction forwarded by the app's backend for `user`.
     case app(AppStoreAppTransaction)
+    /// A transaction (and renewal info) billingd fetched from the App Store Server API.
+    case server(AppStoreServerSnapshot)
 
     /// The notification types billingd applies. Any other is stored and marked ignored.
     public static let appliedNotificationTypes: Set<String> = [
@@ -66,6 +68,59 @@ public struct AppStoreAppTransaction: Sendable, Equatable {
         self.init(
             user: user, ownership: AppStoreOwnershipRule(rawValue: json.string("ownership") ?? "") ?? .keep,
             signedTransaction: jws, transaction: try AppStoreTransaction(json: payload))
+    }
+}
+
+/// What billingd fetched from the App Store Server API (Get All Subscription Statuses, Get
+/// Transaction History) to repair a subscription: a transaction and, for a subscription's latest
+/// one, its renewal info. Stored in the inbox like a delivery, so that a replay rebuilds it.
+public struct AppStoreServerSnapshot: Sendable, Equatable {
+    public var signedTransaction: String
+    public var transaction: AppStoreTransaction
+    public var signedRenewalInfo: String?
+    public var renewalInfo: AppStoreRenewalInfo?
+
+    public init(signedTransaction: String, transaction: AppStoreTransaction, signedRenewalInfo: String?, renewalInfo: AppStoreRenewalInfo?) {
+        self.signedTransaction = signedTransaction
+        self.transaction = transaction
+        self.signedRenewalInfo = signedRenewalInfo
+        self.renewalInfo = renewalInfo
+    }
+
+    /// The inbox body: the JWS as Apple sent them.
+    public func body() -> [UInt8] {
+        var object = ["signed_transaction": signedTransaction]
+        if let signedRenewalInfo { object["signed_renewal_info"] = signedRenewalInfo }
+        return Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    }
+
+    /// An inbox id for exactly these signed data: fetching the same state twice is one event.
+    public var eventID: String {
+        let digest = SHA256.hash(data: Array(signedTransaction.utf8) + [0] + Array((signedRenewalInfo ?? "").utf8))
+        return "appstore_api_" + digest.prefix(20).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The date of the newest signed data in it (Unix ms).
+    public var signedDate: Int64 { max(transaction.signedDate, renewalInfo?.signedDate ?? 0) }
+
+    /// Reads a stored body back.
+    public init(body: [UInt8]) throws(AppStorePayloadError) {
+        let json = try AppStoreJSON(body)
+        guard let jws = json.string("signed_transaction") else {
+            throw AppStorePayloadError("the stored server snapshot lacks signed_transaction")
+        }
+        let renewalJWS = json.string("signed_renewal_info")
+        do {
+            let transaction = try AppStoreTransaction(json: try AppStoreJWS.payload(of: jws))
+            let renewal = try renewalJWS.map { text throws(AppStoreVerificationError) in try AppStoreJWS.payload(of: text) }
+            self.init(
+                signedTransaction: jws, transaction: transaction, signedRenewalInfo: renewalJWS,
+                renewalInfo: try renewal.map { bytes throws(AppStorePayloadError) in try AppStoreRenewalInfo(json: bytes) })
+        } catch let error as AppStorePayloadError {
+            throw error
+        } catch {
+            throw AppStorePayloadError("the stored server snapshot holds a JWS that does not decode: \(error)")
+        }
     }
 }
 

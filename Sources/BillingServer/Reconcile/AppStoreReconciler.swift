@@ -1,0 +1,316 @@
+import APITransport
+import AppStoreAPI
+import BillingCore
+import BillingStore
+import Foundation
+import Logging
+
+/// Makes the App Store side of the ledger true again from the App Store Server API, the way
+/// `Reconciler` does for Stripe:
+///
+/// 1. walks Get Notification History from the stored cursor (with an hour's overlap, 180 days at
+///    most) and puts every notification the inbox lacks into it, where the applier treats it like
+///    a delivery (deduplicated by `notificationUUID`, so one that arrives later is a duplicate);
+/// 2. asks Get All Subscription Statuses about every subscription whose state may be stale (see
+///    ``AppStoreReconciliation/StaleReason``) and repairs through the same `signedDate` guard;
+/// 3. reports drift by kind (missing, status differs, expiry differs) with examples.
+///
+/// It shares the `reconcile` lease with Stripe's reconcile, so a cron job, `serve`'s scheduler and
+/// other replicas never overlap, and records each run (mode `appstore`).
+public struct AppStoreReconciler: Sendable {
+    public struct Options: Sendable {
+        public var dryRun = false
+        /// Walk notification history from this time (Unix seconds) instead of the cursor.
+        public var since: Int64?
+        /// Apply recovered notifications in this process (the CLI); `serve` wakes its applier.
+        public var applyRecoveredEvents = false
+        public var examples = 5
+        /// Get All Subscription Statuses calls in flight.
+        public var concurrency = 4
+
+        public init() {}
+    }
+
+    /// A run that could not complete; the report holds what was done before.
+    public struct Failure: Error, CustomStringConvertible {
+        public let report: AppStoreReconcileReport
+        public let underlying: any Error
+        public var description: String { "App Store reconcile could not complete: \(underlying)" }
+    }
+
+    public struct Progress: Sendable {
+        public let phase: String
+        public let done: Int
+        public let drift: Int
+    }
+
+    public static let mode = "appstore"
+    /// Apple keeps notification history for 180 days; the walk never asks for more.
+    static let historyWindow: Int64 = 180 * 86_400
+    /// A cursor older than this is close to losing notifications for good.
+    static let staleCursor: Int64 = 150 * 86_400
+    /// Notifications signed this long before the cursor are listed again: one can appear in the
+    /// history a little after its date.
+    static let cursorOverlap: Int64 = 3600
+
+    let database: LedgerDatabase
+    let client: AppStoreClient
+    let logger: Logger
+    let applier: InboxApplier
+    let holder: String
+    let now: @Sendable () -> Int64
+    let eventsStored: @Sendable () -> Void
+
+    public init(
+        database: LedgerDatabase, client: AppStoreClient, logger: Logger, applier: InboxApplier,
+        holder: String = Reconciler.defaultHolder, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        eventsStored: @escaping @Sendable () -> Void = {}
+    ) {
+        self.database = database
+        self.client = client
+        self.logger = logger
+        self.applier = applier
+        self.holder = holder
+        self.now = now
+        self.eventsStored = eventsStored
+    }
+
+    var environment: AppStoreEnvironment { client.configuration.environment }
+    var inboxAccount: String { "appstore:\(environment.rawValue)" }
+
+    /// Runs once. Throws ``ReconcileRuns/LeaseHeld`` when another run holds the lease (nothing
+    /// recorded) and ``Failure`` when the run could not complete; drift is not a failure.
+    public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> AppStoreReconcileReport {
+        let runs = ReconcileRuns(database: database)
+        let lease = try await LeaseWatch.hold(Reconciler.leaseName, runs: runs, holder: holder, ttl: Reconciler.leaseTTL, now: now)
+        defer { lease.stopRenewing() }
+
+        var report = AppStoreReconcileReport()
+        report.environment = environment.rawValue
+        report.dryRun = options.dryRun
+        report.startedAt = now()
+        do {
+            try await runs.markAbandoned(leaseName: Reconciler.leaseName, now: report.startedAt)
+            report.runID = try await runs.start(mode: Self.mode, holder: holder, dryRun: options.dryRun, now: report.startedAt)
+        } catch {
+            try? await runs.release(Reconciler.leaseName, holder: holder)
+            throw error
+        }
+        logger.info("appstore reconcile started", metadata: ["run": "\(report.runID)", "environment": "\(environment)", "dry_run": "\(options.dryRun)"])
+
+        let failure: (any Error)?
+        do {
+            try await recoverNotifications(options, lease: lease, progress: progress, into: &report)
+            try await checkSubscriptions(options, lease: lease, progress: progress, into: &report)
+            failure = nil
+        } catch {
+            failure = error
+        }
+        report.finishedAt = now()
+        report.outcome = failure == nil ? "completed" : "failed"
+        report.error = failure.map { "\($0)" }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let totals = ReconcileRuns.Totals(
+            drift: report.totalDrift, repaired: report.subscriptions.repaired, recoveredEvents: report.notifications.recovered,
+            objects: report.subscriptions.checked)
+        try? await runs.finish(
+            report.runID, outcome: failure == nil ? .completed : .failed, totals: totals, error: report.error,
+            report: try? encoder.encode(report), now: report.finishedAt ?? now())
+        try? await runs.release(Reconciler.leaseName, holder: holder)
+        let metadata: Logger.Metadata = [
+            "run": "\(report.runID)", "environment": "\(environment)", "recovered": "\(report.notifications.recovered)",
+            "checked": "\(report.subscriptions.checked)", "drift": "\(report.totalDrift)", "repaired": "\(report.subscriptions.repaired)",
+            "requests": "\(report.requests)",
+        ]
+        if let failure {
+            logger.error("appstore reconcile failed: \(failure)", metadata: metadata)
+            throw Failure(report: report, underlying: failure)
+        }
+        logger.info("appstore reconcile completed", metadata: metadata)
+        return report
+    }
+
+    /// Throws when the lease was lost or the task cancelled: stop at the next page.
+    private func checkpoint(_ lease: LeaseWatch) throws {
+        try Task.checkCancellation()
+        if lease.isLost {
+            throw ReconcileRuns.LeaseHeld(holder: "another run (this run's lease expired)", acquiredAt: 0, expiresAt: 0)
+        }
+    }
+
+    // MARK: - 1. Notification history
+
+    private func recoverNotifications(
+        _ options: Options, lease: LeaseWatch, progress: @Sendable (Progress) -> Void,
+        into report: inout AppStoreReconcileReport
+    ) async throws {
+        let runs = ReconcileRuns(database: database)
+        let started = now()
+        let earliest = started - Self.historyWindow + 60
+        let cursor = try await runs.eventCursor(account: inboxAccount, livemode: environment.isLive)
+        var from = options.since ?? cursor.map { $0.created - Self.cursorOverlap } ?? earliest
+        if let cursor, started - cursor.walkedAt > Self.staleCursor {
+            let days = (started - cursor.walkedAt) / 86_400
+            report.notifications.warning = "the App Store notification cursor is \(days) days old (last walk \(UTCTimestamp.string(cursor.walkedAt))); Apple keeps notification history for 180 days only, so older notifications cannot be recovered. Run `billingd appstore reconcile` daily (cron, or serve's scheduler)."
+            logger.warning("\(report.notifications.warning!)")
+        }
+        if from < earliest {
+            if options.since != nil || cursor != nil {
+                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's 180-day history and were not walked"
+                report.notifications.warning = [report.notifications.warning, note].compactMap { $0 }.joined(separator: "; ")
+            }
+            from = earliest
+        }
+        report.notifications.from = from
+        report.notifications.to = started
+
+        let inbox = InboxStore(database: database)
+        var token: String?
+        repeat {
+            try checkpoint(lease)
+            let page = try await client.notificationHistory(startDate: from * 1000, endDate: started * 1000, paginationToken: token, priority: .bulk)
+            report.requests += 1
+            report.notifications.listed += page.notifications.count
+            let receivedAt = now() * 1000
+            var deliveries: [(InboxDelivery, delivered: Bool)] = []
+            for item in page.notifications {
+                let body = Array((try? JSONSerialization.data(withJSONObject: ["signedPayload": item.signedPayload])) ?? Data())
+                deliveries.append((InboxDelivery.appStore(item.notification, body: body, receivedAt: receivedAt, source: .appStoreHistory), item.wasDelivered))
+            }
+            if options.dryRun {
+                for (delivery, delivered) in deliveries
+                where try await !inbox.contains(eventID: delivery.envelope.id, account: delivery.envelope.account, livemode: delivery.envelope.livemode) {
+                    report.notifications.recovered += 1
+                    if !delivered { report.notifications.neverDelivered += 1 }
+                }
+            } else if !deliveries.isEmpty {
+                let outcomes = try await inbox.insert(deliveries.map(\.0))
+                for (outcome, (_, delivered)) in zip(outcomes, deliveries) {
+                    guard case .stored = outcome else { continue }
+                    report.notifications.recovered += 1
+                    if !delivered { report.notifications.neverDelivered += 1 }
+                }
+            }
+            progress(.init(phase: "notifications", done: report.notifications.listed, drift: report.notifications.recovered))
+            guard page.hasMore, let next = page.paginationToken, next != token else { break }
+            token = next
+        } while true
+
+        guard !options.dryRun else { return }
+        try await runs.advanceEventCursor(account: inboxAccount, livemode: environment.isLive, created: started, walkedAt: started)
+        if report.notifications.recovered > 0 {
+            logger.notice("recovered App Store notifications the inbox lacked", metadata: ["count": "\(report.notifications.recovered)", "never_delivered": "\(report.notifications.neverDelivered)"])
+            eventsStored()
+        }
+        // Applied before the subscriptions are judged, so that a recovered renewal is not drift.
+        if options.applyRecoveredEvents {
+            report.notifications.applied = try await applier.drain().applied
+        }
+    }
+
+    // MARK: - 2. Stale subscriptions
+
+    private func checkSubscriptions(
+        _ options: Options, lease: LeaseWatch, progress: @Sendable (Progress) -> Void,
+        into report: inout AppStoreReconcileReport
+    ) async throws {
+        let reconciliation = AppStoreReconciliation(database: database)
+        let startedMilliseconds = now() * 1000
+        var after: String?
+        var seen = Set<String>()
+        while true {
+            try checkpoint(lease)
+            let candidates = try await reconciliation.staleSubscriptions(
+                environment: environment.rawValue, now: startedMilliseconds, after: after, limit: 200)
+            guard let last = candidates.last else { break }
+            after = last.originalTransactionID
+            let fresh = candidates.filter { !seen.contains($0.originalTransactionID) }
+            for candidate in fresh { report.subscriptions.candidates[candidate.reason.rawValue, default: 0] += 1 }
+
+            // Apple's answers for a page, fetched `concurrency` at a time, then judged in order.
+            var answers: [(reason: AppStoreReconciliation.StaleReason, statuses: [AppStoreLastTransaction])] = []
+            for chunk in stride(from: 0, to: fresh.count, by: max(1, options.concurrency)).map({ Array(fresh[$0..<min($0 + max(1, options.concurrency), fresh.count)]) }) {
+                try checkpoint(lease)
+                let fetched = try await withThrowingTaskGroup(of: (Int, [AppStoreLastTransaction]).self) { group in
+                    for (index, candidate) in chunk.enumerated() {
+                        group.addTask {
+                            do {
+                                return (index, try await client.subscriptionStatuses(transactionID: candidate.originalTransactionID, priority: .bulk))
+                            } catch let error as AppStoreAPIError where error.kind == .notFound {
+                                // Apple no longer knows it (e.g. a deleted sandbox tester): nothing to compare.
+                                return (index, [])
+                            }
+                        }
+                    }
+                    var results = [[AppStoreLastTransaction]](repeating: [], count: chunk.count)
+                    for try await (index, statuses) in group { results[index] = statuses }
+                    return results
+                }
+                report.requests += chunk.count
+                for (candidate, statuses) in zip(chunk, fetched) { answers.append((candidate.reason, statuses)) }
+            }
+
+            for (reason, statuses) in answers {
+                for last in statuses where seen.insert(last.originalTransactionID).inserted {
+                    try await judge(last, reason: reason, now: startedMilliseconds, options: options, into: &report.subscriptions)
+                }
+            }
+            progress(.init(phase: "subscriptions", done: report.subscriptions.checked, drift: report.subscriptions.drift))
+        }
+    }
+
+    /// Compares Apple's latest state of one subscription with the ledger's and repairs it.
+    private func judge(
+        _ last: AppStoreLastTransaction, reason: AppStoreReconciliation.StaleReason, now: Int64, options: Options,
+        into subscriptions: inout AppStoreReconcileReport.SubscriptionsReport
+    ) async throws {
+        let reconciliation = AppStoreReconciliation(database: database)
+        subscriptions.checked += 1
+        let held = try await reconciliation.record(environment: environment.rawValue, originalTransactionID: last.originalTransactionID)
+        let apple = Self.status(last.status)
+        let appleExpires = last.transaction.transaction.expiresDate
+        let ledgerStatus = held?.status(now: now)
+        let kind: String?
+        if held == nil {
+            kind = "missing"
+            subscriptions.missing += 1
+        } else if let apple, ledgerStatus != apple {
+            kind = "status_differs"
+            subscriptions.statusDiffers += 1
+        } else if held?.expiresDate != appleExpires {
+            kind = "expiry_differs"
+            subscriptions.expiryDiffers += 1
+        } else {
+            kind = nil
+            subscriptions.matched += 1
+        }
+        guard let kind else { return }
+        if subscriptions.examples.count < options.examples {
+            subscriptions.examples.append(.init(
+                originalTransactionID: last.originalTransactionID, kind: kind, reason: reason.rawValue, ledgerStatus: ledgerStatus?.rawValue,
+                appleStatus: apple?.rawValue ?? "status \(last.status)", ledgerExpiresDate: held?.expiresDate, appleExpiresDate: appleExpires))
+        }
+        guard !options.dryRun else { return }
+        let snapshot = AppStoreServerSnapshot(
+            signedTransaction: last.transaction.jws, transaction: last.transaction.transaction, signedRenewalInfo: last.renewalInfo?.jws,
+            renewalInfo: last.renewalInfo?.renewalInfo)
+        switch try await reconciliation.recordFetched([snapshot], environment: environment, receivedAt: now)[0] {
+        case .applied, .ambiguous: subscriptions.repaired += 1
+        case .stale: subscriptions.keptNewer += 1
+        case .unchanged, .recorded: break
+        }
+    }
+
+    /// Apple's `status` in the service API's words.
+    static func status(_ apple: Int) -> AppStoreStatus? {
+        switch apple {
+        case 1: .active
+        case 2: .expired
+        case 3: .billingRetry
+        case 4: .gracePeriod
+        case 5: .revoked
+        default: nil
+        }
+    }
+}

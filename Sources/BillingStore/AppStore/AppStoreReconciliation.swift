@@ -1,0 +1,105 @@
+import BillingCore
+import Foundation
+import GRDB
+
+/// What App Store reconcile reads from and writes to the ledger: subscriptions whose state may
+/// be stale, and the repairs fetched from the App Store Server API, which go into the inbox like
+/// deliveries (so a replay rebuilds them) and are applied under the same `signedDate` guard.
+public struct AppStoreReconciliation: Sendable {
+    let database: LedgerDatabase
+
+    public init(database: LedgerDatabase) {
+        self.database = database
+    }
+
+    /// Why a subscription is worth asking Apple about.
+    public enum StaleReason: String, Sendable, Codable, CaseIterable {
+        /// The latest signed data said active, and its expiry date has passed with no renewal.
+        case expiredWhileActive = "expired_while_active"
+        /// In billing retry or the grace period: Apple will recover or end it without telling twice.
+        case billingRetry = "billing_retry"
+        /// The app reported a transaction and no notification about the purchase came since.
+        case reportedWithoutNotification = "reported_without_notification"
+        /// An App Store delivery about it could not be applied.
+        case failedDelivery = "failed_delivery"
+    }
+
+    /// Subscriptions whose state may be stale at `now` (Unix ms), in original transaction id
+    /// order after `after`, at most `limit`; a keyset page, so that memory stays flat.
+    public func staleSubscriptions(environment: String, now: Int64, after: String?, limit: Int) async throws
+        -> [(originalTransactionID: String, reason: StaleReason)]
+    {
+        try await database.writer.read { db in
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: """
+                    SELECT s.originalTransactionID,
+                        CASE
+                            WHEN EXISTS (SELECT 1 FROM inboxEvent e WHERE e.account = 'appstore:' || s.environment
+                                AND e.objectID = s.originalTransactionID AND e.status IN ('failed', 'dead')) THEN 'failed_delivery'
+                            WHEN s.status = 'active' AND s.expiresDate IS NOT NULL AND s.expiresDate < ?2
+                                AND s.revoked = 0 THEN 'expired_while_active'
+                            WHEN s.status IN ('billing_retry', 'grace_period') OR (s.isInBillingRetryPeriod = 1 AND s.revoked = 0)
+                                THEN 'billing_retry'
+                            WHEN EXISTS (SELECT 1 FROM appStoreTransaction t WHERE t.environment = s.environment
+                                AND t.originalTransactionID = s.originalTransactionID AND t.vSourceID LIKE 'appstore\\_app\\_%' ESCAPE '\\'
+                                AND t.vSignedDate > COALESCE(s.lastNotificationSignedDate, 0)) THEN 'reported_without_notification'
+                        END AS reason
+                    FROM appStoreSubscription s
+                    WHERE s.environment = ?1 AND s.originalTransactionID > ?3
+                    ORDER BY s.originalTransactionID
+                    """),
+                arguments: [environment, now, after ?? ""])
+            var stale: [(String, StaleReason)] = []
+            for row in rows {
+                guard let reason = (row["reason"] as String?).flatMap(StaleReason.init(rawValue:)) else { continue }
+                stale.append((row["originalTransactionID"], reason))
+                if stale.count == limit { break }
+            }
+            return stale
+        }
+    }
+
+    /// The ledger's record of an original transaction; nil when it has none.
+    public func record(environment: String, originalTransactionID: String) async throws -> AppStoreSubscriptionRecord? {
+        try await database.writer.read { db in
+            try AppStoreLedgerReads.record(environment: environment, original: originalTransactionID, db: db)
+        }
+    }
+
+    /// Stores fetched transactions (with renewal info where given) as inbox rows and applies each
+    /// in the same transaction; the effect says whether the ledger changed (a state the ledger
+    /// already held, or held newer, is `.stale`; the same fetch twice is `.unchanged`).
+    public func recordFetched(_ snapshots: [AppStoreServerSnapshot], environment: AppStoreEnvironment, receivedAt: Int64) async throws
+        -> [ApplyEffect]
+    {
+        try await database.writer.write { db in
+            var effects: [ApplyEffect] = []
+            for snapshot in snapshots {
+                let original = snapshot.transaction.originalTransactionID
+                let delivery = InboxDelivery(
+                    envelope: EventEnvelope(
+                        id: snapshot.eventID, type: "API_SNAPSHOT", apiVersion: nil, created: snapshot.signedDate / 1000,
+                        livemode: environment.isLive, account: AppStoreLedgerWriter.inboxAccount(environment.rawValue), objectID: original,
+                        objectType: "appstore_subscription"),
+                    body: snapshot.body(), receivedAt: receivedAt, source: .appStoreAPI, secretIndex: nil)
+                switch try InboxStore.insert([delivery], status: .applied, db: db)[0] {
+                case .stored(let seq):
+                    let effect = try AppStoreLedgerWriter.apply(
+                        .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, db: db)
+                    try InboxStore.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
+                    effects.append(effect)
+                case .duplicate:
+                    effects.append(.unchanged)
+                }
+            }
+            return effects
+        }
+    }
+
+    /// The original transactions the ledger holds in an environment, for the report's totals.
+    public func subscriptionCount(environment: String) async throws -> Int {
+        try await database.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM appStoreSubscription WHERE environment = ?", arguments: [environment]) ?? 0
+        }
+    }
+}
