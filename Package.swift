@@ -139,6 +139,7 @@ let package = Package(
                 "APITransport",
                 "AppStoreAPI",
                 "StripeAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,3 +1,4 @@
+import AppStoreAPI
 import BillingCore
 import BillingStore
 import Foundation
@@ -33,6 +34,8 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreVerifier: AppStoreVerifier?
     /// Who keeps a purchase a second user restores (`APPSTORE_OWNERSHIP`).
     public var appStoreOwnership: AppStoreOwnershipRule = .keep
+    /// App Store Server API clients by environment: restores by history and legacy receipts.
+    public var appStoreClients: [AppStoreEnvironment: AppStoreClient] = [:]
 
     public init(
         database: LedgerDatabase, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -76,7 +79,9 @@ public enum BillingApplication {
         let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(
             database: dependencies.database, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
-            appStore: .init(verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users)
+            appStore: .init(
+                verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
+                clients: dependencies.appStoreClients)
         ).addRoutes(to: router)
         let metrics = dependencies.metrics
         let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }

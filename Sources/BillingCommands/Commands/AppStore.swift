@@ -7,8 +7,8 @@ import Foundation
 struct AppStore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
-        abstract: "App Store tools: send signed sample notifications in local mode.",
-        subcommands: [AppStoreTrigger.self])
+        abstract: "App Store tools: reconcile with the App Store Server API, look up orders and histories, test notifications, send samples in local mode.",
+        subcommands: [AppStoreReconcile.self, AppStoreLookup.self, AppStoreHistory.self, AppStoreTestNotification.self, AppStoreTrigger.self])
 }
 
 /// `billingd appstore trigger`: sign a realistic App Store Server Notification V2 with local

@@ -15,7 +15,9 @@ struct Reconcile: AsyncParsableCommand {
 
             Drift is reported by kind (missing locally, gone in Stripe, field differs, with the fields and examples). Exit status: 0 when the run completed, whether or not it found drift; 1 when it could not (bad key, Stripe unreachable past retries); 75 when another run (cron, or the scheduler in `serve`) holds the lease — try again later.
 
-            Needs STRIPE_API_KEY (a restricted key with read access to these resources is enough, plus write access to nothing). Cron, daily at 04:17:
+            When the App Store Server API is configured (APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY), `billingd appstore reconcile` runs after it for each environment (not with --account); its reports appear under "appstore" in the JSON, and the worst exit status wins.
+
+            Needs STRIPE_API_KEY (a restricted key with read access to these resources is enough, plus write access to nothing) or the App Store Server API settings. Cron, daily at 04:17:
               17 4 * * *  billingd --config /etc/billingd/billingd.env reconcile --json >> /var/log/billingd-reconcile.jsonl
             """)
 
@@ -59,37 +61,75 @@ struct Reconcile: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.reconcile", level: settings.logLevel)
-        let client = try StripeClients.make(settings, logger: logger)
+        let stripe = StripeClients.client(settings, logger: logger)
+        // App Store reconcile rides along unless the run is about one connected account.
+        let appStore = account == nil ? try AppStoreClients.make(settings, logger: logger) : [:]
+        guard stripe != nil || !appStore.isEmpty else { throw ValidationError(ReconcileError.noAPIKey.description) }
         let database = try global.openDatabase(settings)
         defer { try? database.close() }
 
-        var options = Reconciler.Options()
-        if let kinds { options.kinds = try parsedKinds(kinds) }
-        options.dryRun = dryRun
-        options.since = since.flatMap(UTCTimestamp.parse)
-        options.account = account
-        options.applyRecoveredEvents = true
-        let reconciler = Reconciler(
-            database: database, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-            applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
-
-        let report: ReconcileReport
-        do {
-            report = try await reconciler.run(options) { progress in
-                Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
+        var stripeReport: ReconcileReport?
+        var exitCode: Int32?
+        if let stripe {
+            var options = Reconciler.Options()
+            if let kinds { options.kinds = try parsedKinds(kinds) }
+            options.dryRun = dryRun
+            options.since = since.flatMap(UTCTimestamp.parse)
+            options.account = account
+            options.applyRecoveredEvents = true
+            let reconciler = Reconciler(
+                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+            do {
+                stripeReport = try await reconciler.run(options) { progress in
+                    Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
+                }
+                Output.endProgress()
+            } catch let held as ReconcileRuns.LeaseHeld {
+                Output.endProgress()
+                FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
+                throw ExitCode(75)
+            } catch let failure as Reconciler.Failure {
+                Output.endProgress()
+                stripeReport = failure.report
+                FileHandle.standardError.write(Data("billingd reconcile: \(failure.underlying)\n".utf8))
+                exitCode = 1
             }
-            Output.endProgress()
-        } catch let held as ReconcileRuns.LeaseHeld {
-            Output.endProgress()
-            FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
-            throw ExitCode(75)
-        } catch let failure as Reconciler.Failure {
-            Output.endProgress()
-            if json { print(Self.encode(failure.report)) }
-            FileHandle.standardError.write(Data("billingd reconcile: \(failure.underlying)\n".utf8))
-            throw ExitCode(1)
         }
-        print(json ? Self.encode(report) : report.summary)
+
+        var appStoreReports: [AppStoreReconcileReport] = []
+        if !appStore.isEmpty {
+            var options = AppStoreReconciler.Options()
+            options.dryRun = dryRun
+            options.since = since.flatMap(UTCTimestamp.parse)
+            options.applyRecoveredEvents = true
+            let clients = [AppStoreEnvironment.production, .sandbox].compactMap { appStore[$0] }
+            let outcome = await AppStoreReconcile.run(clients, database: database, settings: settings, options: options, logger: logger)
+            appStoreReports = outcome.reports
+            if outcome.exitCode == 1 || exitCode == nil { exitCode = outcome.exitCode ?? exitCode }
+        }
+
+        if json {
+            print(Self.encode(stripeReport, appStore: appStoreReports))
+        } else {
+            print(([stripeReport?.summary] + appStoreReports.map(\.summary)).compactMap { $0 }.joined(separator: "\n"))
+        }
+        if let exitCode { throw ExitCode(exitCode) }
+    }
+
+    /// Stripe's report as before; with App Store runs, their reports under `appstore`.
+    static func encode(_ report: ReconcileReport?, appStore: [AppStoreReconcileReport]) -> String {
+        guard !appStore.isEmpty else { return report.map(encode) ?? "{}" }
+        let encoder = JSONEncoder()
+        var object: [String: Any] = [:]
+        if let report, let data = try? encoder.encode(report), let decoded = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+            object = decoded
+        }
+        if let data = try? encoder.encode(appStore), let decoded = try? JSONSerialization.jsonObject(with: data) {
+            object["appstore"] = decoded
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
     }
 
     static func encode(_ report: ReconcileReport) -> String {

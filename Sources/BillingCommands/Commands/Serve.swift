@@ -51,16 +51,24 @@ struct Serve: AsyncParsableCommand {
         let committer = GroupCommitter(inbox: inbox) { _ in applier.wake() }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]
         let stripe = StripeClients.client(settings, logger: logger, observer: StripeMetricsObserver(metrics: metrics))
-        if let stripe {
-            let reconciler = Reconciler(
-                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                applier: applier.inboxApplier, eventsStored: { applier.wake() })
+        let appStoreClients = try AppStoreClients.make(settings, logger: logger)
+        let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
+            AppStoreReconciler(
+                database: database, client: client, logger: logger, applier: applier.inboxApplier, eventsStored: { applier.wake() })
+        }
+        if stripe != nil || !appStoreReconcilers.isEmpty {
+            let reconciler = stripe.map { stripe in
+                Reconciler(
+                    database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                    applier: applier.inboxApplier, eventsStored: { applier.wake() })
+            }
             services.append(.init(service: ReconcileScheduler(
-                reconciler: reconciler, database: database,
+                reconciler: reconciler, appStore: appStoreReconcilers, database: database,
                 configuration: .init(sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval),
                 metrics: metrics, logger: logger)))
-        } else {
-            logger.notice("no STRIPE_API_KEY: the reconcile scheduler (missed-events sweep, daily reconcile) is off")
+        }
+        if stripe == nil {
+            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) is off")
         }
         var dependencies = BillingServerDependencies(
             database: database,
@@ -71,6 +79,7 @@ struct Serve: AsyncParsableCommand {
         let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: database, creating: true) : nil
         dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
         dependencies.appStoreOwnership = settings.appStoreOwnership
+        dependencies.appStoreClients = appStoreClients
         // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
         // key) that accepts Production data answers in live mode.
         let appStoreLive = settings.apiKey == nil && settings.appStoreBundleID != nil && settings.appStoreAppAppleID != nil

@@ -42,6 +42,15 @@ public struct Settings: Sendable {
     public var appStoreRootCertificates: [String]
     /// Who keeps a purchase that a second app user restores.
     public var appStoreOwnership: AppStoreOwnershipRule
+    /// The In-App Purchase key's issuer id; with the key id and key, turns the App Store Server API on.
+    public var appStoreIssuerID: String?
+    public var appStoreKeyID: String?
+    /// Path of the `.p8` key file (must not be readable by others).
+    public var appStorePrivateKeyPath: String?
+    /// Replaces Apple's base URLs of both environments (for a fake).
+    public var appStoreAPIBase: String?
+    /// App Store Server API requests per second.
+    public var appStoreRateLimit: Double
 
     /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
     public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
@@ -68,6 +77,11 @@ public struct Settings: Sendable {
         ("APPSTORE_ENVIRONMENTS", "Production,Sandbox", "accepted App Store environments"),
         ("APPSTORE_ROOT_CERTIFICATES", "Apple Root CA - G3", "trust anchors, DER/PEM paths"),
         ("APPSTORE_OWNERSHIP", "keep", "keep or transfer restored purchases"),
+        ("APPSTORE_ISSUER_ID", "API off", "In-App Purchase key's issuer id"),
+        ("APPSTORE_KEY_ID", "API off", "In-App Purchase key id"),
+        ("APPSTORE_PRIVATE_KEY", "API off", "path of the .p8 key (chmod 600)"),
+        ("APPSTORE_API_BASE", "Apple's", "App Store Server API base URL"),
+        ("APPSTORE_RATE_LIMIT", "20", "App Store Server API requests/s"),
     ]
 
     /// The settings as an aligned table for `--help`.
@@ -214,6 +228,36 @@ public struct Settings: Sendable {
             appStoreOwnership = parsed
         } else {
             appStoreOwnership = .keep
+        }
+        appStoreIssuerID = value("APPSTORE_ISSUER_ID")
+        appStoreKeyID = value("APPSTORE_KEY_ID")
+        appStorePrivateKeyPath = value("APPSTORE_PRIVATE_KEY")
+        let apiSettings = [("APPSTORE_ISSUER_ID", appStoreIssuerID), ("APPSTORE_KEY_ID", appStoreKeyID), ("APPSTORE_PRIVATE_KEY", appStorePrivateKeyPath)]
+        let missing = apiSettings.filter { $0.1 == nil }.map(\.0)
+        if !missing.isEmpty, missing.count < apiSettings.count {
+            throw SettingsError.invalid(
+                missing[0], nil,
+                "set together with \(apiSettings.filter { $0.1 != nil }.map(\.0).joined(separator: " and ")): the App Store Server API needs the issuer id, the key id and the .p8 key (App Store Connect → Users and Access → Integrations → In-App Purchase)")
+        }
+        if appStoreIssuerID != nil, appStoreBundleID == nil {
+            throw SettingsError.invalid("APPSTORE_BUNDLE_ID", nil, "the app's bundle id; the App Store Server API key is set, and its tokens name the app")
+        }
+        if let keyID = appStoreKeyID, !(keyID.count == 10 && keyID.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) })) {
+            throw SettingsError.invalid("APPSTORE_KEY_ID", keyID, "the 10-character key id App Store Connect shows beside the key, such as 2X9R4HXF34")
+        }
+        appStoreAPIBase = value("APPSTORE_API_BASE")
+        if let base = appStoreAPIBase {
+            guard let url = URL(string: base), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw SettingsError.invalid("APPSTORE_API_BASE", base, "an http(s) URL such as https://api.storekit.apple.com")
+            }
+        }
+        if let rate = value("APPSTORE_RATE_LIMIT") {
+            guard let number = Double(rate), number >= 0.1, number <= 10_000 else {
+                throw SettingsError.invalid("APPSTORE_RATE_LIMIT", rate, "requests per second, from 0.1 to 10000")
+            }
+            appStoreRateLimit = number
+        } else {
+            appStoreRateLimit = 20
         }
     }
 

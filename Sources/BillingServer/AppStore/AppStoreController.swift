@@ -1,7 +1,9 @@
+import AppStoreAPI
 import BillingCore
 import BillingStore
 import Foundation
 import Hummingbird
+import Logging
 
 /// The App Store endpoints of the service API, for the app's backend:
 ///
@@ -19,11 +21,18 @@ public struct AppStoreController: Sendable {
         public var verifier: AppStoreVerifier?
         public var ownership: AppStoreOwnershipRule
         public var users: UserController.Configuration
+        /// App Store Server API clients by environment; without one, a reported transaction is
+        /// recorded alone (no history) and legacy receipts answer 503.
+        public var clients: [AppStoreEnvironment: AppStoreClient]
 
-        public init(verifier: AppStoreVerifier?, ownership: AppStoreOwnershipRule = .keep, users: UserController.Configuration = .init()) {
+        public init(
+            verifier: AppStoreVerifier?, ownership: AppStoreOwnershipRule = .keep, users: UserController.Configuration = .init(),
+            clients: [AppStoreEnvironment: AppStoreClient] = [:]
+        ) {
             self.verifier = verifier
             self.ownership = ownership
             self.users = users
+            self.clients = clients
         }
     }
 
@@ -54,6 +63,7 @@ public struct AppStoreController: Sendable {
                     .conflict, code: "transaction_owned_by_other_user",
                     message: "The App Store purchase \(original) belongs to another app user. Restores move purchases between users only with APPSTORE_OWNERSHIP=transfer.")
             }
+            await recordHistory(of: report, logger: context.logger)
             return try await view(of: user.user, environment: report.transaction.environment).response()
         }
         router.post("users/:user/appstore/restore") { request, context in
@@ -95,6 +105,25 @@ public struct AppStoreController: Sendable {
             json.field("app_account_token", token)
             json.endObject()
             return UserJSONResponse.response(json.bytes)
+        }
+    }
+
+    /// Restore by history: the app reported one transaction, so fetch its purchase's whole
+    /// history (every period and product change) and record it for the same user. The reported
+    /// transaction is already recorded; if Apple cannot be reached, reconcile fills the rest in.
+    func recordHistory(of report: AppStoreAppTransaction, logger: Logger) async {
+        let environment = AppStoreEnvironment(rawValue: report.transaction.environment ?? "Production")
+        guard let client = configuration.clients[environment] else { return }
+        do {
+            let history = try await client.completeTransactionHistory(transactionID: report.transaction.originalTransactionID)
+            let reports = history.map {
+                AppStoreAppTransaction(user: report.user, ownership: report.ownership, signedTransaction: $0.jws, transaction: $0.transaction)
+            }
+            _ = try await ledger.record(reports, receivedAt: nowMilliseconds)
+        } catch {
+            logger.warning(
+                "transaction history not fetched; reconcile will repair the subscription",
+                metadata: ["original_transaction_id": "\(report.transaction.originalTransactionID)", "error": "\(error)"])
         }
     }
 

@@ -67,7 +67,7 @@ public struct AppStoreReconcileReport: Sendable, Codable {
     }
 
     public var runID: Int64 = 0
-    public var mode = AppStoreReconciler.mode
+    public var mode = ""
     public var environment = ""
     public var dryRun = false
     public var startedAt: Int64 = 0

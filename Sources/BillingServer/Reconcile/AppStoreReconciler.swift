@@ -16,7 +16,7 @@ import Logging
 /// 3. reports drift by kind (missing, status differs, expiry differs) with examples.
 ///
 /// It shares the `reconcile` lease with Stripe's reconcile, so a cron job, `serve`'s scheduler and
-/// other replicas never overlap, and records each run (mode `appstore`).
+/// other replicas never overlap, and records each run (mode `appstore:<environment>`).
 public struct AppStoreReconciler: Sendable {
     public struct Options: Sendable {
         public var dryRun = false
@@ -44,7 +44,8 @@ public struct AppStoreReconciler: Sendable {
         public let drift: Int
     }
 
-    public static let mode = "appstore"
+    /// The run records' mode: `appstore:Production` or `appstore:Sandbox`.
+    public static func mode(_ environment: AppStoreEnvironment) -> String { "appstore:\(environment.rawValue)" }
     /// Apple keeps notification history for 180 days; the walk never asks for more.
     static let historyWindow: Int64 = 180 * 86_400
     /// A cursor older than this is close to losing notifications for good.
@@ -75,7 +76,7 @@ public struct AppStoreReconciler: Sendable {
         self.eventsStored = eventsStored
     }
 
-    var environment: AppStoreEnvironment { client.configuration.environment }
+    public var environment: AppStoreEnvironment { client.configuration.environment }
     var inboxAccount: String { "appstore:\(environment.rawValue)" }
 
     /// Runs once. Throws ``ReconcileRuns/LeaseHeld`` when another run holds the lease (nothing
@@ -87,11 +88,12 @@ public struct AppStoreReconciler: Sendable {
 
         var report = AppStoreReconcileReport()
         report.environment = environment.rawValue
+        report.mode = Self.mode(environment)
         report.dryRun = options.dryRun
         report.startedAt = now()
         do {
             try await runs.markAbandoned(leaseName: Reconciler.leaseName, now: report.startedAt)
-            report.runID = try await runs.start(mode: Self.mode, holder: holder, dryRun: options.dryRun, now: report.startedAt)
+            report.runID = try await runs.start(mode: report.mode, holder: holder, dryRun: options.dryRun, now: report.startedAt)
         } catch {
             try? await runs.release(Reconciler.leaseName, holder: holder)
             throw error

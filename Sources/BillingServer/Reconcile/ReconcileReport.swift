@@ -56,7 +56,7 @@ public enum ReconcileError: Error, CustomStringConvertible {
         case .invalidKind(let kind):
             "unknown kind '\(kind)'; use any of \(ReconcileKind.allCases.map(\.rawValue).joined(separator: ", "))"
         case .noAPIKey:
-            "STRIPE_API_KEY is not set; reconcile reads Stripe's API. Set it to a secret key (sk_…) or a restricted key (rk_…) with read access."
+            "STRIPE_API_KEY is not set; reconcile reads Stripe's API. Set it to a secret key (sk_…) or a restricted key (rk_…) with read access, or set the App Store Server API settings (APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY) to reconcile the App Store."
         }
     }
 }

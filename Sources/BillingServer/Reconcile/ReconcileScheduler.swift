@@ -25,14 +25,22 @@ public final class ReconcileScheduler: Service, Sendable {
         }
     }
 
-    private let reconciler: Reconciler
+    private let reconciler: Reconciler?
+    private let appStore: [AppStoreReconciler]
     private let runs: ReconcileRuns
     private let configuration: Configuration
     private let metrics: BillingMetrics
     private let logger: Logger
 
-    public init(reconciler: Reconciler, database: LedgerDatabase, configuration: Configuration, metrics: BillingMetrics, logger: Logger) {
+    /// - Parameters:
+    ///   - reconciler: Stripe's; nil without a Stripe key.
+    ///   - appStore: one per App Store environment with an API, run on the full reconcile's interval.
+    public init(
+        reconciler: Reconciler?, appStore: [AppStoreReconciler] = [], database: LedgerDatabase, configuration: Configuration,
+        metrics: BillingMetrics, logger: Logger
+    ) {
         self.reconciler = reconciler
+        self.appStore = appStore
         self.runs = ReconcileRuns(database: database)
         self.configuration = configuration
         self.metrics = metrics
@@ -60,10 +68,24 @@ public final class ReconcileScheduler: Service, Sendable {
     /// Runs what is due, then publishes the latest runs.
     func tick() async {
         let now = Int64(Date().timeIntervalSince1970)
-        if let interval = configuration.reconcileInterval, await isDue(mode: "full", interval: interval, now: now) {
-            await runOnce(mode: "full")
-        } else if let interval = configuration.sweepInterval, await isDue(mode: "events", interval: interval, now: now) {
-            await runOnce(mode: "events")
+        if reconciler != nil {
+            if let interval = configuration.reconcileInterval, await isDue(mode: "full", interval: interval, now: now) {
+                await runOnce(mode: "full")
+            } else if let interval = configuration.sweepInterval, await isDue(mode: "events", interval: interval, now: now) {
+                await runOnce(mode: "events")
+            }
+        }
+        if let interval = configuration.reconcileInterval {
+            for appStoreReconciler in appStore
+            where await isDue(mode: AppStoreReconciler.mode(appStoreReconciler.environment), interval: interval, now: now) {
+                do {
+                    _ = try await appStoreReconciler.run(AppStoreReconciler.Options())
+                } catch is ReconcileRuns.LeaseHeld {
+                    logger.info("appstore reconcile skipped: another run holds the lease", metadata: ["environment": "\(appStoreReconciler.environment)"])
+                } catch {
+                    // Logged with its report by AppStoreReconciler.
+                }
+            }
         }
         await publish()
     }
@@ -84,6 +106,7 @@ public final class ReconcileScheduler: Service, Sendable {
     }
 
     private func runOnce(mode: String) async {
+        guard let reconciler else { return }
         var options = Reconciler.Options()
         options.mode = mode
         if mode == "events" { options.kinds = [.events] }
@@ -100,7 +123,7 @@ public final class ReconcileScheduler: Service, Sendable {
     /// The latest runs as gauges: when each mode last completed, how the last run went.
     func publish() async {
         do {
-            for mode in ["full", "events"] {
+            for mode in ["full", "events"] + appStore.map({ AppStoreReconciler.mode($0.environment) }) {
                 let latest = try await runs.latest(mode: mode)
                 if let completed = latest.completed, let finished = completed.finishedAt {
                     metrics.gauge("billingd_reconcile_last_success_timestamp_seconds", Double(finished), dimensions: [("mode", mode)])
@@ -113,7 +136,7 @@ public final class ReconcileScheduler: Service, Sendable {
                     metrics.gauge("billingd_reconcile_last_run_failed", finished.outcome == .completed ? 0 : 1, dimensions: [("mode", mode)])
                 }
             }
-            if let cursor = try await runs.eventCursor(account: "", livemode: reconciler.livemode) {
+            if let reconciler, let cursor = try await runs.eventCursor(account: "", livemode: reconciler.livemode) {
                 metrics.gauge("billingd_reconcile_events_cursor_age_seconds", Double(max(0, Int64(Date().timeIntervalSince1970) - cursor.walkedAt)))
             }
         } catch {
