@@ -182,6 +182,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "AppStoreAPITests",
+            dependencies: [
+                "APITransport",
+                "AppStoreAPI",
+                "BillingCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "StripeAPITests",
             dependencies: [
                 "APITransport",
