@@ -187,6 +187,9 @@ let package = Package(
                 "APITransport",
                 "AppStoreAPI",
                 "BillingCore",
+                "BillingStore",
+                "BillingServer",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

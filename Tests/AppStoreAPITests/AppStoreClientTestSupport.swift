@@ -56,11 +56,11 @@ final class AppleClientFixture: Sendable {
     }
 
     /// A signed transaction of this fixture's app.
-    func signedTransaction(id: String = "2000000000000001", original: String = "2000000000000001", environment: String = "Sandbox", expires: Int64 = 1_800_000_000_000) -> String {
+    func signedTransaction(id: String = "2000000000000001", original: String = "2000000000000001", environment: String = "Sandbox", expires: Int64 = 1_800_000_000_000, signedDate: Int64 = 1_790_000_000_000) -> String {
         let payload: [String: Any] = [
             "transactionId": id, "originalTransactionId": original, "bundleId": Self.bundleID, "productId": "com.example.pro.monthly",
             "type": "Auto-Renewable Subscription", "purchaseDate": expires - 2_592_000_000, "expiresDate": expires,
-            "signedDate": 1_790_000_000_000, "environment": environment, "inAppOwnershipType": "PURCHASED",
+            "signedDate": signedDate, "environment": environment, "inAppOwnershipType": "PURCHASED",
         ]
         return pki.sign(payload: Array(try! JSONSerialization.data(withJSONObject: payload)))
     }

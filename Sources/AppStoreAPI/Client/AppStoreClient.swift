@@ -10,7 +10,8 @@ import Logging
 public final class AppStoreClient: Sendable {
     public let configuration: AppStoreClientConfiguration
     public let rateLimiter: RequestRateLimiter
-    let verifier: AppStoreVerifier
+    /// Checks every signed answer; also the verifier for what else arrives from Apple.
+    public let verifier: AppStoreVerifier
     private let transport: any HTTPTransport
     private let tokens: AppStoreTokenIssuer
     private let logger: Logger
