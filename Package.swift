@@ -90,6 +90,22 @@ let package = Package(
             dependencies: ["StripeFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
+        // Test support: a stateful fake of the App Store Server API on loopback, checking billingd's
+        // JWT for real and signing with a stand-in of Apple's PKI.
+        .target(
+            name: "AppStoreFake",
+            dependencies: [
+                "BillingCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Hummingbird router and the long-running services.
         .target(
             name: "BillingServer",
