@@ -106,6 +106,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The App Store fake as a process, for benchmarks and trying billingd by hand.
+        .executableTarget(
+            name: "appstore-fake",
+            dependencies: ["AppStoreFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
         // Hummingbird router and the long-running services.
         .target(
             name: "BillingServer",
