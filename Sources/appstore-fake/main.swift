@@ -42,6 +42,8 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
     @Option(help: "Renewals per seeded subscription.") var seedRenewals = 3
     @Option(help: "Write the signing root certificate (DER) here, for APPSTORE_ROOT_CERTIFICATES.")
     var rootCertificateOut: String?
+    @Option(help: "Keep the signing PKI in this file (made on first use), so the root stays the same across runs.")
+    var pki: String?
     @Flag(help: "Keep every request for introspection (memory grows with traffic).") var recordRequests = false
     @Flag(help: "Log warnings and errors only.") var quiet = false
     @Option(help: "Log level when not --quiet: trace, debug, info, notice, warning, error, critical.")
@@ -64,8 +66,8 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
             .init(
                 issuerID: issuerID, keyID: keyID, bundleID: bundleID, publicKey: key,
                 environment: AppStoreEnvironment(rawValue: environment), appAppleID: appAppleID,
-                notificationURL: notificationURL, host: host, port: port, recordsRequests: recordRequests,
-                stopsOnSignals: true, logger: logger))
+                notificationURL: notificationURL, host: host, port: port, pki: try loadPKI(),
+                recordsRequests: recordRequests, stopsOnSignals: true, logger: logger))
         if let rootCertificateOut {
             try Data(fake.pki.rootDER).write(to: URL(fileURLWithPath: rootCertificateOut))
         }
@@ -82,6 +84,17 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
         // Unbuffered, so that a script reading the pipe sees the line at once.
         FileHandle.standardOutput.write(Data("listening on \(fake.baseURL)\n".utf8))
         try await fake.waitUntilStopped()
+    }
+
+    /// The PKI kept in `--pki`, made and written there on first use; nil without the option.
+    private func loadPKI() throws -> AppStoreTestPKI? {
+        guard let pki else { return nil }
+        if FileManager.default.fileExists(atPath: pki) {
+            return try AppStoreTestPKI(serialized: String(contentsOfFile: pki, encoding: .utf8))
+        }
+        let made = try AppStoreTestPKI()
+        try Data(made.serialized().utf8).write(to: URL(fileURLWithPath: pki))
+        return made
     }
 
     private func loadPublicKey() throws -> P256.Signing.PublicKey {
