@@ -18,9 +18,10 @@ extension AppStoreFake {
     ) async throws(StateError) -> Purchase {
         try await store.run { store throws(StateError) in
             store.catchUp()
-            return try store.subscribe(
+            let transaction = try store.subscribe(
                 productID: productID, appAccountToken: appAccountToken, customer: customer, at: date ?? store.clock.now,
                 introductoryOffer: introductoryOffer)
+            return store.purchase(transaction)
         }
     }
 
@@ -31,15 +32,16 @@ extension AppStoreFake {
     ) async throws(StateError) -> Purchase {
         try await store.run { store throws(StateError) in
             store.catchUp()
-            return try store.buy(
+            let transaction = try store.buy(
                 productID: productID, appAccountToken: appAccountToken, customer: customer, at: date ?? store.clock.now)
+            return store.purchase(transaction)
         }
     }
 
     /// Buys an ended subscription again (`SUBSCRIBED/RESUBSCRIBE`).
     @discardableResult
     public func resubscribe(originalTransactionID: String) async throws(StateError) -> Purchase {
-        try await store.run { store throws(StateError) in try store.resubscribe(originalTransactionID) }
+        try await store.run { store throws(StateError) in store.purchase(try store.resubscribe(originalTransactionID)) }
     }
 
     // MARK: - Time

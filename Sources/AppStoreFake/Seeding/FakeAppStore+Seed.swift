@@ -47,11 +47,11 @@ extension FakeAppStore {
             let token = ids.uuid()
             // Plans are subscriptions, so subscribing to one cannot fail.
             guard
-                let purchase = try? subscribe(
+                let first = try? subscribe(
                     productID: plan.id, appAccountToken: token, customer: nil, at: start, introductoryOffer: false)
             else { continue }
-            made.append(purchase.originalTransactionID)
-            if random.next() % 100 < 10, var subscription = subscriptions[purchase.originalTransactionID] {
+            made.append(first.originalTransactionID)
+            if random.next() % 100 < 10, var subscription = subscriptions[first.originalTransactionID] {
                 subscription.autoRenew = false
                 subscription.expirationIntent = 1
                 save(subscription)

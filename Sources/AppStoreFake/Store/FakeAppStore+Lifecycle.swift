@@ -3,10 +3,10 @@
 extension FakeAppStore {
     // MARK: - Buying
 
-    /// A new auto-renewable subscription (`SUBSCRIBED/INITIAL_BUY`), bought at `date`.
+    /// A new auto-renewable subscription (`SUBSCRIBED/INITIAL_BUY`) bought at `date`; returns its first transaction.
     func subscribe(
         productID: String, appAccountToken: String?, customer: String?, at date: Int64, introductoryOffer: Bool
-    ) throws(AppStoreFake.StateError) -> AppStoreFake.Purchase {
+    ) throws(AppStoreFake.StateError) -> TransactionRecord {
         let product = catalogProduct(productID)
         guard let period = product.period, let groupID = product.groupID else {
             throw .notASubscription(productID)
@@ -26,13 +26,13 @@ extension FakeAppStore {
         save(subscription)
         notify("SUBSCRIBED", subtype: "INITIAL_BUY", transaction: transaction, subscription: subscription, at: date)
         if !isSeeding { catchUp() }
-        return purchase(transaction)
+        return transaction
     }
 
     /// A one-time purchase (`ONE_TIME_CHARGE`) of a non-consumable, consumable or non-renewing product.
     func buy(
         productID: String, appAccountToken: String?, customer: String?, at date: Int64
-    ) throws(AppStoreFake.StateError) -> AppStoreFake.Purchase {
+    ) throws(AppStoreFake.StateError) -> TransactionRecord {
         let product = products[productID] ?? .lifetime(productID)
         guard product.period == nil else { throw .isASubscription(productID) }
         let transactionID = ids.transactionID()
@@ -41,9 +41,10 @@ extension FakeAppStore {
             product: product, purchaseDate: date, originalPurchaseDate: nil, expiresDate: nil,
             appAccountToken: appAccountToken, reason: "PURCHASE")
         notify("ONE_TIME_CHARGE", transaction: transaction, subscription: nil, at: date)
-        return purchase(transaction)
+        return transaction
     }
 
+    /// A transaction as the buyer's device sees it, signed now.
     func purchase(_ transaction: TransactionRecord) -> AppStoreFake.Purchase {
         AppStoreFake.Purchase(
             originalTransactionID: transaction.originalTransactionID, transactionID: transaction.transactionID,
@@ -200,7 +201,7 @@ extension FakeAppStore {
     }
 
     /// Buys an expired subscription again (`SUBSCRIBED/RESUBSCRIBE`), a new period from now.
-    func resubscribe(_ originalTransactionID: String) throws(AppStoreFake.StateError) -> AppStoreFake.Purchase {
+    func resubscribe(_ originalTransactionID: String) throws(AppStoreFake.StateError) -> TransactionRecord {
         var subscription = try existingSubscription(originalTransactionID)
         guard subscription.phase == .expired || subscription.phase == .revoked else {
             throw .stillRenewing(originalTransactionID)
@@ -220,7 +221,7 @@ extension FakeAppStore {
         subscription.recentStartDate = now
         save(subscription)
         notify("SUBSCRIBED", subtype: "RESUBSCRIBE", transaction: transaction, subscription: subscription, at: now)
-        return purchase(transaction)
+        return transaction
     }
 
     /// Apple refunds a transaction (`REFUND`): it gets a revocation date and reason; a refund of
