@@ -108,6 +108,28 @@ let package = Package(
             dependencies: ["StripeFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
+        // Test support: a stateful fake of the App Store Server API on loopback, checking billingd's
+        // JWT for real and signing with a stand-in of Apple's PKI.
+        .target(
+            name: "AppStoreFake",
+            dependencies: [
+                "BillingCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The App Store fake as a process, for benchmarks and trying billingd by hand.
+        .executableTarget(
+            name: "appstore-fake",
+            dependencies: ["AppStoreFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
         // Hummingbird router and the long-running services.
         .target(
             name: "BillingServer",
@@ -186,11 +208,27 @@ let package = Package(
             dependencies: [
                 "APITransport",
                 "AppStoreAPI",
+                "AppStoreFake",
                 "BillingCore",
                 "BillingStore",
                 "BillingServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AppStoreFakeTests",
+            dependencies: [
+                "AppStoreFake",
+                "BillingCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
