@@ -133,14 +133,6 @@ public struct AppStoreReconciler: Sendable {
         return report
     }
 
-    /// Throws when the lease was lost or the task cancelled: stop at the next page.
-    private func checkpoint(_ lease: LeaseWatch) throws {
-        try Task.checkCancellation()
-        if lease.isLost {
-            throw ReconcileRuns.LeaseHeld(holder: "another run (this run's lease expired)", acquiredAt: 0, expiresAt: 0)
-        }
-    }
-
     // MARK: - 1. Notification history
 
     private func recoverNotifications(
@@ -170,7 +162,7 @@ public struct AppStoreReconciler: Sendable {
         let inbox = InboxStore(database: database)
         var token: String?
         repeat {
-            try checkpoint(lease)
+            try lease.checkpoint()
             let page = try await client.notificationHistory(startDate: from * 1000, endDate: started * 1000, paginationToken: token, priority: .bulk)
             report.requests += 1
             report.notifications.listed += page.notifications.count
@@ -222,7 +214,7 @@ public struct AppStoreReconciler: Sendable {
         var after: String?
         var seen = Set<String>()
         while true {
-            try checkpoint(lease)
+            try lease.checkpoint()
             let candidates = try await reconciliation.staleSubscriptions(
                 environment: environment.rawValue, now: startedMilliseconds, after: after, limit: 200)
             guard let last = candidates.last else { break }
@@ -233,7 +225,7 @@ public struct AppStoreReconciler: Sendable {
             // Apple's answers for a page, fetched `concurrency` at a time, then judged in order.
             var answers: [(reason: AppStoreReconciliation.StaleReason, statuses: [AppStoreLastTransaction])] = []
             for chunk in stride(from: 0, to: fresh.count, by: max(1, options.concurrency)).map({ Array(fresh[$0..<min($0 + max(1, options.concurrency), fresh.count)]) }) {
-                try checkpoint(lease)
+                try lease.checkpoint()
                 let fetched = try await withThrowingTaskGroup(of: (Int, [AppStoreLastTransaction]).self) { group in
                     for (index, candidate) in chunk.enumerated() {
                         group.addTask {

@@ -32,4 +32,12 @@ final class LeaseWatch: Sendable {
     func stopRenewing() { renewal.withLock { $0?.cancel() } }
     func markLost() { lost.withLock { $0 = true } }
     var isLost: Bool { lost.withLock { $0 } }
+
+    /// Throws when the task was cancelled or the lease lost: a walk calls it before each page.
+    func checkpoint() throws {
+        try Task.checkCancellation()
+        if isLost {
+            throw ReconcileRuns.LeaseHeld(holder: "another run (this run's lease expired)", acquiredAt: 0, expiresAt: 0)
+        }
+    }
 }

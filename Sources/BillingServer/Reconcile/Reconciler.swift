@@ -174,12 +174,7 @@ final class Walk: Sendable {
     var livemode: Bool { reconciler.livemode }
 
     /// Throws when the lease was lost or the task cancelled: stop at the next page.
-    func checkpoint() throws {
-        try Task.checkCancellation()
-        if lost.isLost {
-            throw ReconcileRuns.LeaseHeld(holder: "another run (this run's lease expired)", acquiredAt: 0, expiresAt: 0)
-        }
-    }
+    func checkpoint() throws { try lost.checkpoint() }
 
     func run(into report: inout ReconcileReport) async throws {
         let kinds = options.kinds.sorted()
