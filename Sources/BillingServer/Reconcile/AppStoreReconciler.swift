@@ -8,8 +8,8 @@ import Logging
 /// Makes the App Store side of the ledger true again from the App Store Server API, the way
 /// `Reconciler` does for Stripe:
 ///
-/// 1. walks Get Notification History from the stored cursor (with an hour's overlap, 180 days at
-///    most) and puts every notification the inbox lacks into it, where the applier treats it like
+/// 1. walks Get Notification History from the stored cursor (with an hour's overlap, as far back as
+///    Apple keeps it: 180 days in Production, 30 in the Sandbox) and puts every notification the inbox lacks into it, where the applier treats it like
 ///    a delivery (deduplicated by `notificationUUID`, so one that arrives later is a duplicate);
 /// 2. asks Get All Subscription Statuses about every subscription whose state may be stale (see
 ///    ``AppStoreReconciliation/StaleReason``) and repairs through the same `signedDate` guard;
@@ -46,10 +46,12 @@ public struct AppStoreReconciler: Sendable {
 
     /// The run records' mode: `appstore:Production` or `appstore:Sandbox`.
     public static func mode(_ environment: AppStoreEnvironment) -> String { "appstore:\(environment.rawValue)" }
-    /// Apple keeps notification history for 180 days; the walk never asks for more.
-    static let historyWindow: Int64 = 180 * 86_400
-    /// A cursor older than this is close to losing notifications for good.
-    static let staleCursor: Int64 = 150 * 86_400
+    /// How far back Apple keeps notification history: 180 days in Production, 30 in the
+    /// Sandbox. The walk never asks for more (Apple answers 4000012 to an earlier start).
+    static func historyDays(_ environment: AppStoreEnvironment) -> Int64 { environment.isLive ? 180 : 30 }
+    /// A cursor this many days old is close to losing notifications for good: 150 in
+    /// Production, 25 in the Sandbox.
+    static func staleCursorDays(_ environment: AppStoreEnvironment) -> Int64 { historyDays(environment) * 5 / 6 }
     /// Notifications signed this long before the cursor are listed again: one can appear in the
     /// history a little after its date.
     static let cursorOverlap: Int64 = 3600
@@ -141,23 +143,27 @@ public struct AppStoreReconciler: Sendable {
     ) async throws {
         let runs = ReconcileRuns(database: database)
         let started = now()
-        let earliest = started - Self.historyWindow + 60
+        let window = Self.historyDays(environment)
+        // A minute inside the window, for the clocks of billingd and Apple to differ.
+        let earliest = started - window * 86_400 + 60
         let cursor = try await runs.eventCursor(account: inboxAccount, livemode: environment.isLive)
         var from = options.since ?? cursor.map { $0.created - Self.cursorOverlap } ?? earliest
-        if let cursor, started - cursor.walkedAt > Self.staleCursor {
+        if let cursor, started - cursor.walkedAt > Self.staleCursorDays(environment) * 86_400 {
             let days = (started - cursor.walkedAt) / 86_400
-            report.notifications.warning = "the App Store notification cursor is \(days) days old (last walk \(UTCTimestamp.string(cursor.walkedAt))); Apple keeps notification history for 180 days only, so older notifications cannot be recovered. Run `billingd appstore reconcile` daily (cron, or serve's scheduler)."
+            report.notifications.warning = "the App Store notification cursor is \(days) days old (last walk \(UTCTimestamp.string(cursor.walkedAt))); Apple keeps \(environment.rawValue) notification history for \(window) days only, so older notifications cannot be recovered. Run `billingd appstore reconcile` daily (cron, or serve's scheduler)."
             logger.warning("\(report.notifications.warning!)")
         }
         if from < earliest {
             if options.since != nil || cursor != nil {
-                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's 180-day history and were not walked"
+                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's \(window)-day \(environment.rawValue) history and were not walked"
                 report.notifications.warning = [report.notifications.warning, note].compactMap { $0 }.joined(separator: "; ")
             }
             from = earliest
         }
         report.notifications.from = from
         report.notifications.to = started
+        // Apple refuses an empty span (4000013); nothing can have happened in it anyway.
+        guard from < started else { return }
 
         let inbox = InboxStore(database: database)
         var token: String?
