@@ -12,6 +12,9 @@ import Logging
 ///   answers the user's subscription view in the transaction's mode.
 /// - `POST /v1/users/{user}/appstore/restore` `{"transactions": [JWS, …]}` (at most 100): the same
 ///   for each; answers `restored_count`, `not_restored` and the view.
+/// - `POST /v1/users/{user}/appstore/receipts` `{"receipt_data": base64}`: a StoreKit 1 app
+///   receipt; its transaction id is looked up with Get Transaction History, whose verified
+///   transactions are recorded for the user; answers like a restore.
 /// - `GET /v1/users/{user}/appstore/account-token`: the user's `appAccountToken`.
 public struct AppStoreController: Sendable {
     /// What the endpoints need besides the ledger.
@@ -73,28 +76,17 @@ public struct AppStoreController: Sendable {
             var reports: [AppStoreAppTransaction] = []
             for (index, jws) in list.enumerated() { reports.append(try await verify(jws, for: user.user, position: index)) }
             let outcomes = try await ledger.record(reports, receivedAt: nowMilliseconds)
-            var restored = Set<String>()
-            var refused: [String] = []
-            for outcome in outcomes {
-                switch outcome {
-                case .recorded(let original, _): restored.insert(original)
-                case .ownedByOtherUser(let original): refused.append(original)
-                }
+            return try await restoreResponse(user.user, outcomes: outcomes, environment: reports.last?.transaction.environment)
+        }
+        router.post("users/:user/appstore/receipts") { request, context in
+            let user = try UserRequest(request, context: context, scope: configuration.users.scope)
+            let body = try await Body(request, members: ["receipt_data"])
+            let text = try body.string("receipt_data", hint: "the base64 of the app's receipt file (Bundle.main.appStoreReceiptURL)")
+            do {
+                return try await restore(receipt: text, for: user.user, logger: context.logger)
+            } catch let error as BillingError {
+                return error.response()
             }
-            let environment = reports.last?.transaction.environment
-            let view = try await view(of: user.user, environment: environment)
-            return UserJSONResponse.response(view.jsonBytes { json in
-                json.field("restored_count", Int64(restored.count))
-                json.key("not_restored")
-                json.beginArray()
-                for original in Set(refused).subtracting(restored).sorted() {
-                    json.beginObject()
-                    json.field("original_transaction_id", original)
-                    json.field("code", "transaction_owned_by_other_user")
-                    json.endObject()
-                }
-                json.endArray()
-            })
         }
         router.get("users/:user/appstore/account-token") { request, context in
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
@@ -107,6 +99,117 @@ public struct AppStoreController: Sendable {
             return UserJSONResponse.response(json.bytes)
         }
     }
+
+    /// A legacy receipt restored: read for a transaction id, whose whole history is fetched from
+    /// the App Store Server API (Production first, unless the receipt says sandbox), verified,
+    /// and recorded for the user. The receipt itself proves nothing (its signature is not
+    /// checked); Apple's signed history does, and the ownership rule keeps a purchase with the
+    /// user who has it.
+    func restore(receipt text: String, for user: String, logger: Logger) async throws -> Response {
+        guard configuration.verifier != nil else { throw Self.notConfigured }
+        let receipt: AppStoreReceipt
+        do {
+            receipt = try AppStoreReceipt(base64: text)
+        } catch {
+            let status: HTTPResponse.Status = error.code == .receiptTooLarge ? .contentTooLarge : .badRequest
+            throw APIError(status, code: error.code.rawValue, message: error.message)
+        }
+        let bundleID = configuration.verifier?.configuration.bundleID
+        if let named = receipt.bundleID, let bundleID, named != bundleID {
+            throw APIError(
+                .badRequest, code: "invalid_receipt",
+                message: "The receipt is for the app \(UserRequest.printable(named)), not \(bundleID) (APPSTORE_BUNDLE_ID).")
+        }
+        guard let transactionID = receipt.transactionIDForLookup else {
+            // Nothing bought in the app: the view as it stands.
+            return try await restoreResponse(user, outcomes: [], environment: Self.environments(for: receipt).first?.rawValue)
+        }
+        if receipt.receiptType == AppStoreEnvironment.xcode.rawValue {
+            throw APIError(
+                .badRequest, code: "invalid_receipt",
+                message: "The receipt was made by Xcode's StoreKit testing, whose purchases the App Store Server API does not know. Test receipts with a sandbox account instead.")
+        }
+        let environments = Self.environments(for: receipt).filter { configuration.clients[$0] != nil }
+        guard !environments.isEmpty else {
+            throw APIError(
+                .serviceUnavailable, code: "appstore_api_not_configured",
+                message: "Legacy receipts are looked up with the App Store Server API: set APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY (an In-App Purchase key from App Store Connect) and restart billingd.")
+        }
+        for environment in environments {
+            let history: [AppStoreSignedTransaction]
+            do {
+                history = try await configuration.clients[environment]!.completeTransactionHistory(transactionID: transactionID)
+            } catch where error.kind == .notFound || error.kind == .invalidRequest {
+                continue  // a purchase of the other environment, or an id Apple never issued
+            } catch {
+                logger.warning(
+                    "legacy receipt not looked up", metadata: ["environment": "\(environment.rawValue)", "error": "\(error)"])
+                throw Self.unavailable(error)
+            }
+            guard !history.isEmpty else { continue }
+            let reports = history.map {
+                AppStoreAppTransaction(user: user, ownership: configuration.ownership, signedTransaction: $0.jws, transaction: $0.transaction)
+            }
+            let outcomes = try await ledger.record(reports, receivedAt: nowMilliseconds)
+            return try await restoreResponse(user, outcomes: outcomes, environment: environment.rawValue)
+        }
+        throw APIError(
+            .badRequest, code: "receipt_transaction_not_found",
+            message: "The App Store has no transaction \(UserRequest.printable(transactionID)) for this app in \(environments.map(\.rawValue).joined(separator: " or ")); the receipt is not from this app's store purchases.")
+    }
+
+    /// The environments to ask about a receipt, the likelier first: its receipt type is a hint.
+    static func environments(for receipt: AppStoreReceipt) -> [AppStoreEnvironment] {
+        receipt.receiptType?.contains("Sandbox") == true ? [.sandbox, .production] : [.production, .sandbox]
+    }
+
+    /// A failed App Store Server API call as the client sees it: the operator's problem (502)
+    /// or a passing one (503 with Retry-After). Never carries the key or a token.
+    static func unavailable(_ error: AppStoreAPIError) -> BillingError {
+        switch error.kind {
+        case .authentication, .signing:
+            return BillingError(
+                .badGateway, code: "appstore_auth_failed",
+                message: "The App Store Server API did not accept billingd's key (HTTP \(error.status.map(String.init) ?? "?")). This is an operator problem: check APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY and APPSTORE_BUNDLE_ID.")
+        case .verification, .decoding:
+            return BillingError(
+                .badGateway, code: "appstore_bad_answer", message: "The App Store Server API's answer could not be trusted or read: \(error.message)")
+        case .notFound, .invalidRequest, .rateLimited, .server, .transport, .cancelled:
+            return BillingError(
+                .serviceUnavailable, code: "appstore_unavailable",
+                message: "The App Store Server API could not be reached or was overloaded, after \(error.attempts) attempt(s). Try again in a few seconds.",
+                retryAfter: BillingError.stripeRetryAfter)
+        }
+    }
+
+    /// A restore's answer: the view, how many purchases were restored, and which were not.
+    func restoreResponse(_ user: String, outcomes: [AppStoreLedger.ReportOutcome], environment: String?) async throws -> Response {
+        var restored = Set<String>()
+        var refused: [String] = []
+        for outcome in outcomes {
+            switch outcome {
+            case .recorded(let original, _): restored.insert(original)
+            case .ownedByOtherUser(let original): refused.append(original)
+            }
+        }
+        let view = try await view(of: user, environment: environment)
+        return UserJSONResponse.response(view.jsonBytes { json in
+            json.field("restored_count", Int64(restored.count))
+            json.key("not_restored")
+            json.beginArray()
+            for original in Set(refused).subtracting(restored).sorted() {
+                json.beginObject()
+                json.field("original_transaction_id", original)
+                json.field("code", "transaction_owned_by_other_user")
+                json.endObject()
+            }
+            json.endArray()
+        })
+    }
+
+    static let notConfigured = APIError(
+        .serviceUnavailable, code: "appstore_not_configured",
+        message: "App Store support is off: set APPSTORE_BUNDLE_ID (and APPSTORE_APP_APPLE_ID for Production) to accept StoreKit transactions.")
 
     /// Restore by history: the app reported one transaction, so fetch its purchase's whole
     /// history (every period and product change) and record it for the same user. The reported
@@ -131,11 +234,7 @@ public struct AppStoreController: Sendable {
 
     /// Verifies a forwarded JWS; `position` names it in a restore's list.
     func verify(_ jws: String, for user: String, position: Int?) async throws -> AppStoreAppTransaction {
-        guard let verifier = configuration.verifier else {
-            throw APIError(
-                .serviceUnavailable, code: "appstore_not_configured",
-                message: "App Store support is off: set APPSTORE_BUNDLE_ID (and APPSTORE_APP_APPLE_ID for Production) to accept StoreKit transactions.")
-        }
+        guard let verifier = configuration.verifier else { throw Self.notConfigured }
         let place = position.map { "transactions[\($0)]: " } ?? ""
         let verified: VerifiedSignedData
         do {
