@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The ledger's SQLite database: one `DatabasePool` in WAL mode with `synchronous=FULL`, so a
 /// committed transaction survives power loss, and migrations applied at open.
@@ -8,6 +9,8 @@ public struct LedgerDatabase: Sendable {
     public let writer: any DatabaseWriter
     /// Where the database lives; nil for an in-memory database.
     public let path: String?
+    /// Set by the first ``close()``: GRDB crashes on a pool closed twice.
+    private let closed = ClosedFlag()
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
     /// - Parameter busyTimeout: how long a writer waits for another process (a cron
@@ -88,8 +91,9 @@ public struct LedgerDatabase: Sendable {
         }
     }
 
-    /// Closes the database cleanly (checkpointing the WAL); later use is an error.
+    /// Closes the database cleanly (checkpointing the WAL); later use is an error, a second close does nothing.
     public func close() throws {
+        guard closed.set() else { return }
         if let pool = writer as? DatabasePool {
             _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
             try pool.close()
@@ -160,5 +164,15 @@ extension LedgerDatabase {
             try? fileManager.removeItem(atPath: temporary)
             throw error
         }
+    }
+}
+
+/// Whether a database was closed, shared by the copies of its ``LedgerDatabase``.
+private final class ClosedFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    /// Marks it closed; true the first time only.
+    func set() -> Bool {
+        !value.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
