@@ -162,7 +162,7 @@ struct PlanCatalogTests {
         (catalogWithPro(#""past_due_grace_days": "forever""#), "tiers[1].past_due_grace_days",
          #""forever" is not a grace period; expected a number of days from 0 (no grace: access ends when a payment fails) to 366, or unlimited (as long as Stripe keeps retrying)"#),
         // Unknown keys, at every level.
-        (#"{"tiers": [{"id": "free", "name": "Free", "rank": 0}], "tier": []}"#, "tier", "unknown key; expected one of: version, default_tier, tiers"),
+        (#"{"tiers": [{"id": "free", "name": "Free", "rank": 0}], "tier": []}"#, "tier", "unknown key; expected one of: version, default_tier, tiers, meters"),
         (catalogWithPro(#""limts": {"projects": 1}"#), "tiers[1].limts",
          "unknown key; expected one of: id, name, rank, description, stripe, app_store, features, limits, past_due_grace_days"),
         (catalogWithPro(#""stripe": {"price": [{"id": "price_A"}]}"#), "tiers[1].stripe.price", "unknown key; expected one of: prices, products"),

@@ -8,20 +8,23 @@ public struct PlanCatalog: Sendable, Equatable {
     public let tiers: [PlanTier]
     /// The tier of users that no subscription entitles to another (`free`).
     public let defaultTier: PlanTier
+    /// What billingd counts per user, in the catalog's order.
+    public let meters: [UsageMeter]
 
     private let tierIndexByID: [String: Int]
     private let tierIndexByPrice: [String: Int]
     private let tierIndexByLookupKey: [String: Int]
     private let tierIndexByProduct: [String: Int]
     private let tierIndexByAppStoreProduct: [String: Int]
+    private let meterIndexByID: [String: Int]
 
     /// The catalog without `BILLINGD_PLANS`: one tier, `free`, with no features and no limits.
     /// Every paid subscription then has an unmapped price (see ``PlanResolution/plan``).
     public static let freeOnly = try! PlanCatalog(tiers: [PlanTier(id: "free", name: "Free", rank: 0)], defaultTierID: "free")
 
     /// Validates the tiers; the error names the first problem and where it is.
-    public init(tiers: [PlanTier], defaultTierID: String = "free") throws(PlanCatalogError) {
-        try self.init(validating: tiers, defaultTierID: defaultTierID, defaultTierPath: [.key("default_tier")])
+    public init(tiers: [PlanTier], defaultTierID: String = "free", meters: [UsageMeter] = []) throws(PlanCatalogError) {
+        try self.init(validating: tiers, defaultTierID: defaultTierID, defaultTierPath: [.key("default_tier")], meters: meters)
     }
 
     /// Validates a decoded document.
@@ -34,10 +37,15 @@ public struct PlanCatalog: Sendable, Equatable {
                 limits: tier.limits.map { PlanLimit(key: $0.key, value: $0.value) },
                 pastDueGrace: tier.pastDueGraceDays ?? .days(0))
         }
-        try self.init(validating: tiers, defaultTierID: document.defaultTier ?? "free", defaultTierPath: [.key("default_tier")])
+        let meters = document.meters.map {
+            UsageMeter(id: $0.id, kind: $0.kind, limit: $0.limit, enforcement: $0.enforcement, stripeMeter: $0.stripeMeter)
+        }
+        try self.init(validating: tiers, defaultTierID: document.defaultTier ?? "free", defaultTierPath: [.key("default_tier")], meters: meters)
     }
 
-    private init(validating tiers: [PlanTier], defaultTierID: String, defaultTierPath: [PlanCatalogError.PathComponent]) throws(PlanCatalogError) {
+    private init(
+        validating tiers: [PlanTier], defaultTierID: String, defaultTierPath: [PlanCatalogError.PathComponent], meters: [UsageMeter]
+    ) throws(PlanCatalogError) {
         guard !tiers.isEmpty else {
             throw PlanCatalogError([.key("tiers")], "the catalog has no tiers; it needs at least the default tier (id: \(defaultTierID))")
         }
@@ -153,11 +161,18 @@ public struct PlanCatalog: Sendable, Equatable {
 
         self.tiers = tiers
         self.defaultTier = defaultTier
+        self.meters = meters
+        meterIndexByID = try Self.validate(meters: meters, tiers: tiers)
         tierIndexByID = byID
         tierIndexByPrice = byPrice
         tierIndexByLookupKey = byLookupKey
         tierIndexByProduct = byProduct
         tierIndexByAppStoreProduct = byAppStoreProduct
+    }
+
+    /// The meter with this id.
+    public func meter(id: String) -> UsageMeter? {
+        meterIndexByID[id].map { meters[$0] }
     }
 
     /// The tier with this id.

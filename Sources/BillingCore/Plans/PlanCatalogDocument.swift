@@ -8,6 +8,28 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
     /// The tier of users without a subscription that grants one; `free` when not given.
     public var defaultTier: String?
     public var tiers: [Tier]
+    /// What billingd counts per user; see ``UsageMeter``.
+    public var meters: [Meter]
+
+    /// One meter: `{id: radars, kind: counter, limit: radars, enforcement: hard, stripe_meter: radars_created}`.
+    public struct Meter: Decodable, Sendable, Equatable {
+        public var id: String
+        public var kind: UsageMeter.Kind
+        public var limit: String
+        public var enforcement: UsageMeter.Enforcement
+        public var stripeMeter: String?
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CatalogKey.self)
+            try container.refuseUnknownKeys(["id", "kind", "limit", "enforcement", "stripe_meter"])
+            id = try container.required(String.self, "id")
+            kind = try container.word("kind", expected: "counter (adds up, starts again at 0 each billing period) or gauge (a level the app sets)")
+            limit = try container.required(String.self, "limit")
+            enforcement = try container.optional(String.self, "enforcement") == nil
+                ? .hard : try container.word("enforcement", expected: "hard (a consume past the limit is refused) or soft (allowed, counted as overage)")
+            stripeMeter = try container.optional(String.self, "stripe_meter")
+        }
+    }
 
     public struct Tier: Decodable, Sendable, Equatable {
         public var id: String
@@ -159,7 +181,7 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
         }
     }
 
-    static let keys = ["version", "default_tier", "tiers"]
+    static let keys = ["version", "default_tier", "tiers", "meters"]
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CatalogKey.self)
@@ -171,6 +193,7 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
         }
         defaultTier = try container.optional(String.self, "default_tier")
         tiers = try container.required([Tier].self, "tiers")
+        meters = try container.optional([Meter].self, "meters") ?? []
     }
 }
 
@@ -210,5 +233,14 @@ extension KeyedDecodingContainer where Key == CatalogKey {
 
     func optional<T: Decodable>(_ type: T.Type, _ name: String) throws -> T? {
         try decodeIfPresent(type, forKey: CatalogKey(name))
+    }
+
+    /// A required word of a closed set, such as a meter's `kind`.
+    func word<T: RawRepresentable>(_ name: String, expected: String) throws -> T where T.RawValue == String {
+        let text = try required(String.self, name)
+        guard let value = T(rawValue: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: codingPath + [CatalogKey(name)], debugDescription: "\"\(text)\" is not valid; expected \(expected)"))
+        }
+        return value
     }
 }
