@@ -50,6 +50,7 @@ enum LedgerMigrations {
         registerReconcileMigrations(&migrator)
         registerServiceAPIMigrations(&migrator)
         registerAppStoreMigrations(&migrator)
+        registerUsageMigrations(&migrator)
         return migrator
     }
 }

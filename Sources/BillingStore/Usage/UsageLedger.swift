@@ -1,0 +1,194 @@
+import BillingCore
+import Foundation
+import GRDB
+
+/// One usage record as the service API accepted it, with what the request resolved about the
+/// user: the counter's current period and the tier's limit.
+public struct UsageRecordInput: Sendable, Equatable {
+    public var scope: ServiceScope
+    public var user: String
+    public var meter: UsageMeter
+    public var quantity: Int64
+    /// When the usage happened, Unix seconds: it counts in the period that holds it.
+    public var timestamp: Int64
+    /// Counts once per (user, meter).
+    public var idempotencyKey: String
+    /// The user's current period at the request.
+    public var period: UsagePeriod
+    public var limit: EntitlementLimit?
+
+    public init(
+        scope: ServiceScope, user: String, meter: UsageMeter, quantity: Int64, timestamp: Int64, idempotencyKey: String,
+        period: UsagePeriod, limit: EntitlementLimit?
+    ) {
+        self.scope = scope
+        self.user = user
+        self.meter = meter
+        self.quantity = quantity
+        self.timestamp = timestamp
+        self.idempotencyKey = idempotencyKey
+        self.period = period
+        self.limit = limit
+    }
+}
+
+/// A write to the usage tables; a batch of them shares one transaction (``UsageLedger/committer``).
+public enum UsageOperation: Sendable, Equatable {
+    /// Usage that happened: never refused for the limit.
+    case record(UsageRecordInput)
+    /// Check and record at once: refused when it does not fit under a hard limit.
+    case consume(UsageRecordInput)
+    /// A gauge's new level.
+    case setGauge(scope: ServiceScope, user: String, meter: UsageMeter, value: Int64, limit: EntitlementLimit?)
+}
+
+/// What became of one operation, with the meter's state after it.
+public enum UsageOutcome: Sendable, Equatable {
+    /// Written (or, with `duplicate`, written before under the same idempotency key).
+    case recorded(UsageMeterState, duplicate: Bool)
+    /// A consume past a hard limit: nothing written.
+    case refused(UsageMeterState)
+
+    public var state: UsageMeterState {
+        switch self {
+        case .recorded(let state, _), .refused(let state): state
+        }
+    }
+}
+
+/// The usage side of the ledger: records, counters' totals per period and gauges.
+///
+/// Every write is durable before the caller hears of it, through ``committer``: concurrent
+/// requests share a transaction (one fsync), and within it operations run one after another,
+/// so concurrent consumes see each other and never overshoot a hard limit.
+public struct UsageLedger: Sendable {
+    let database: LedgerDatabase
+
+    public init(database: LedgerDatabase) {
+        self.database = database
+    }
+
+    /// A group committer of usage operations for the service API.
+    public func committer(maximumBatch: Int = 512) -> BatchCommitter<UsageOperation, UsageOutcome> {
+        let ledger = self
+        return BatchCommitter(maximumBatch: maximumBatch) { operations in try await ledger.apply(operations) }
+    }
+
+    /// Applies operations in order, in one transaction.
+    public func apply(_ operations: [UsageOperation], now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) async throws -> [UsageOutcome] {
+        try await database.writer.write { db in
+            try operations.map { try Self.apply($0, now: now, db: db) }
+        }
+    }
+
+    /// The states of `meters` for a user, each counter over its period (nil for gauges).
+    public func states(
+        scope: ServiceScope, user: String, meters: [(meter: UsageMeter, period: UsagePeriod?, limit: EntitlementLimit?)]
+    ) async throws -> [UsageMeterState] {
+        try await database.writer.read { db in
+            try meters.map { entry in
+                let key = Key(scope: scope, user: user, meter: entry.meter.id)
+                switch entry.meter.kind {
+                case .gauge:
+                    return UsageMeterState(meter: entry.meter, used: try Self.gauge(key, db: db), limit: entry.limit, period: nil)
+                case .counter:
+                    let period = entry.period ?? .calendarMonth(containing: Int64(Date().timeIntervalSince1970))
+                    let cached = try Self.cachedTotal(key, db: db)
+                    let used = cached?.period == period ? cached!.used : try Self.sum(key, period: period, db: db)
+                    return UsageMeterState(meter: entry.meter, used: used, limit: entry.limit, period: period)
+                }
+            }
+        }
+    }
+
+    /// The total of a counter over any span, from the records (reconcile compares it with
+    /// Stripe's summaries).
+    public func total(scope: ServiceScope, user: String, meter: String, period: UsagePeriod) async throws -> Int64 {
+        try await database.writer.read { db in try Self.sum(Key(scope: scope, user: user, meter: meter), period: period, db: db) }
+    }
+
+    // MARK: - In the transaction
+
+    struct Key {
+        let scope: ServiceScope
+        let user: String
+        let meter: String
+
+        var arguments: StatementArguments { [scope.account, scope.livemode, user, meter] }
+    }
+
+    static let keyCondition = "account = ? AND livemode = ? AND user = ? AND meter = ?"
+
+    static func apply(_ operation: UsageOperation, now: Int64, db: Database) throws -> UsageOutcome {
+        switch operation {
+        case .record(let input):
+            return try record(input, source: "event", refuse: false, now: now, db: db)
+        case .consume(let input):
+            return try record(input, source: "consume", refuse: input.meter.enforcement == .hard, now: now, db: db)
+        case .setGauge(let scope, let user, let meter, let value, let limit):
+            try db.execute(
+                sql: """
+                    INSERT INTO usageGauge (account, livemode, user, meter, value, updatedAt) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (account, livemode, user, meter) DO UPDATE SET value = excluded.value, updatedAt = excluded.updatedAt
+                    """,
+                arguments: [scope.account, scope.livemode, user, meter.id, value, now])
+            return .recorded(UsageMeterState(meter: meter, used: value, limit: limit, period: nil), duplicate: false)
+        }
+    }
+
+    static func record(_ input: UsageRecordInput, source: String, refuse: Bool, now: Int64, db: Database) throws -> UsageOutcome {
+        let key = Key(scope: input.scope, user: input.user, meter: input.meter.id)
+        var used = try currentTotal(key, period: input.period, db: db)
+        var state = UsageMeterState(meter: input.meter, used: used, limit: input.limit, period: input.period)
+        let duplicate = try Bool.fetchOne(
+            db, sql: "SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = ?",
+            arguments: key.arguments + [input.idempotencyKey]) ?? false
+        if duplicate { return .recorded(state, duplicate: true) }
+        if refuse, !state.allows(input.quantity) { return .refused(state) }
+        try db.execute(
+            sql: """
+                INSERT INTO usageRecord (account, livemode, user, meter, quantity, timestamp, idempotencyKey, source, recordedAt, stripeMeter, reportState)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: key.arguments + [
+                input.quantity, input.timestamp, input.idempotencyKey, source, now, input.meter.stripeMeter,
+                input.meter.stripeMeter == nil ? nil : "pending",
+            ])
+        if input.period.contains(input.timestamp) {
+            used += input.quantity
+            try db.execute(sql: "UPDATE usageTotal SET used = ? WHERE \(keyCondition)", arguments: [used] + key.arguments)
+            state.used = used
+        }
+        return .recorded(state, duplicate: false)
+    }
+
+    /// The counter's total over `period`, from its cached row when that row is of this period;
+    /// else added up from the records and cached.
+    static func currentTotal(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
+        if let cached = try cachedTotal(key, db: db), cached.period == period { return cached.used }
+        let used = try sum(key, period: period, db: db)
+        try db.execute(
+            sql: """
+                INSERT INTO usageTotal (account, livemode, user, meter, periodStart, periodEnd, used) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account, livemode, user, meter) DO UPDATE
+                    SET periodStart = excluded.periodStart, periodEnd = excluded.periodEnd, used = excluded.used
+                """,
+            arguments: key.arguments + [period.start, period.end, used])
+        return used
+    }
+
+    static func cachedTotal(_ key: Key, db: Database) throws -> (period: UsagePeriod, used: Int64)? {
+        try Row.fetchOne(db, sql: "SELECT periodStart, periodEnd, used FROM usageTotal WHERE \(keyCondition)", arguments: key.arguments)
+            .map { (UsagePeriod(start: $0[0], end: $0[1]), $0[2]) }
+    }
+
+    static func sum(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
+        try Int64.fetchOne(
+            db, sql: "SELECT COALESCE(SUM(quantity), 0) FROM usageRecord WHERE \(keyCondition) AND timestamp >= ? AND timestamp < ?",
+            arguments: key.arguments + [period.start, period.end]) ?? 0
+    }
+
+    static func gauge(_ key: Key, db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT value FROM usageGauge WHERE \(keyCondition)", arguments: key.arguments) ?? 0
+    }
+}
