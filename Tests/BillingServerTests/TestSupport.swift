@@ -19,6 +19,12 @@ struct TemporaryLedger {
         database = try LedgerDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
     }
 
+    /// The same database opened anew, as a restarted billingd would.
+    init(reopening other: TemporaryLedger) throws {
+        directory = other.directory
+        database = try LedgerDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
+    }
+
     func remove() {
         try? database.close()
         try? FileManager.default.removeItem(at: directory)

@@ -143,18 +143,34 @@ enum UserFixtures {
 struct UserLedgerBuilder {
     private(set) var bodies: [[UInt8]] = []
     private var sequence = 0
+    /// Event ids are this and a number: a second builder for the same ledger needs its own.
+    private let eventPrefix: String
+
+    init(eventPrefix: String = "evt_user_") {
+        self.eventPrefix = eventPrefix
+    }
 
     mutating func add(_ type: String, _ object: [String: Any], created: Int64 = 1_769_940_100, account: String? = nil, livemode: Bool = false) {
         sequence += 1
         var object = object
         object["livemode"] = livemode
         var envelope: [String: Any] = [
-            "id": "evt_user_\(sequence)", "object": "event", "api_version": StripeAPIVersion.pinned, "created": created + Int64(sequence),
+            "id": "\(eventPrefix)\(sequence)", "object": "event", "api_version": StripeAPIVersion.pinned, "created": created + Int64(sequence),
             "livemode": livemode, "pending_webhooks": 1, "type": type, "data": ["object": object],
             "request": ["id": NSNull(), "idempotency_key": NSNull()],
         ]
         if let account { envelope["account"] = account }
         bodies.append(Array(try! JSONSerialization.data(withJSONObject: envelope, options: [.sortedKeys])))
+    }
+
+    /// Stores and applies the events in an existing ledger.
+    func apply(to ledger: TemporaryLedger) async throws {
+        let deliveries = try bodies.map { body in
+            InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
+        }
+        _ = try await InboxStore(database: ledger.database).insert(deliveries)
+        let pass = try await InboxApplier(database: ledger.database).drain()
+        #expect(pass.failed + pass.dead == 0, "every event applies")
     }
 
     /// A fresh on-disk ledger holding the events' effects.

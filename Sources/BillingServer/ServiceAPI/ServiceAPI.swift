@@ -36,5 +36,6 @@ public struct ServiceAPI: Sendable {
         UserController(database: database, configuration: users).addRoutes(to: v1)
         SessionController(database: database, stripe: stripe, configuration: users).addRoutes(to: v1)
         AppStoreController(database: database, configuration: appStore).addRoutes(to: v1)
+        UsageController(database: database, configuration: users).addRoutes(to: v1)
     }
 }

@@ -33,11 +33,13 @@ public struct UserController: Sendable {
     }
 
     let ledger: UserLedger
+    let database: LedgerDatabase
     let configuration: Configuration
     let unmappedPrices: UnmappedPriceWarnings
 
     public init(database: LedgerDatabase, configuration: Configuration) {
         ledger = UserLedger(database: database)
+        self.database = database
         self.configuration = configuration
         unmappedPrices = UnmappedPriceWarnings()
     }
@@ -49,7 +51,11 @@ public struct UserController: Sendable {
         }
         router.get("users/:user/entitlements") { request, context in
             let resolved = try await resolve(request, context: context, stripeEntitlements: true)
-            return EntitlementsView(user: resolved.request.user, scope: resolved.request.scope, resolution: resolved.resolution).response()
+            let user = resolved.request
+            let usage = try await UsageController.states(
+                UsageLedger(database: database), catalog: configuration.catalog, of: user.user, in: user.scope,
+                resolution: resolved.resolution, now: Int64(configuration.now().timeIntervalSince1970))
+            return EntitlementsView(user: user.user, scope: user.scope, resolution: resolved.resolution, usage: usage).response()
         }
         router.get("users/:user/invoices") { request, context in
             let user = try UserRequest(request, context: context, scope: configuration.scope, allowed: ["limit", "starting_after"])

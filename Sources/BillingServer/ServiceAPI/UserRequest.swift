@@ -15,21 +15,30 @@ public struct UserRequest: Sendable {
     /// Reads the `{user}` path parameter and `?account=`; refuses query parameters that are not
     /// in `allowed` (plus `account`), so that a mistyped one is never silently ignored.
     public init(_ request: Request, context: some RequestContext, scope base: ServiceScope, allowed: Set<Substring> = []) throws {
-        let parameters = request.uri.queryParameters
-        for (name, _) in parameters where !Self.commonParameters.contains(name) && !allowed.contains(name) {
+        try Self.refuseParameters(request, allowed: allowed)
+        user = try Self.user(context.parameters.get("user"))
+        scope = base.account(try Self.account(request))
+    }
+
+    /// Refuses query parameters that are not in `allowed` (plus `account`).
+    static func refuseParameters(_ request: Request, allowed: Set<Substring>) throws {
+        for (name, _) in request.uri.queryParameters where !Self.commonParameters.contains(name) && !allowed.contains(name) {
             let names = Self.commonParameters.union(allowed)
             throw APIError(
                 .badRequest, code: "unknown_parameter",
                 message: "Unknown query parameter \"\(Self.printable(name))\"; this endpoint takes \(names.sorted().joined(separator: ", ")).")
         }
-        user = try Self.user(context.parameters.get("user"))
-        let account = try Self.single(parameters, "account")
+    }
+
+    /// `?account=acct_…`, nil for the platform account.
+    static func account(_ request: Request) throws -> String? {
+        let account = try Self.single(request.uri.queryParameters, "account")
         if let account, !ServiceScope.isAccountID(account) {
             throw APIError(
                 .badRequest, code: "invalid_parameter",
                 message: "account=\(Self.printable(account)) is not a Stripe account id; use acct_… (a connected account), or leave it out for the platform account.")
         }
-        scope = base.account(account)
+        return account
     }
 
     /// The largest app user id accepted, in UTF-8 bytes.

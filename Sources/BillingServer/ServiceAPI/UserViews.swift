@@ -136,11 +136,14 @@ public struct EntitlementsView: Sendable {
     public let user: String
     public let scope: ServiceScope
     public let resolution: PlanResolution
+    /// The meters' states (`GET …/usage`'s), embedded as `usage.meters` when the catalog has meters.
+    public let usage: [UsageMeterState]
 
-    public init(user: String, scope: ServiceScope, resolution: PlanResolution) {
+    public init(user: String, scope: ServiceScope, resolution: PlanResolution, usage: [UsageMeterState] = []) {
         self.user = user
         self.scope = scope
         self.resolution = resolution
+        self.usage = usage
     }
 
     public init(billing: UserBilling, catalog: PlanCatalog, now: Int64) {
@@ -177,6 +180,12 @@ public struct EntitlementsView: Sendable {
         json.endObject()
         json.strings("stripe_entitlements", resolution.stripeEntitlements)
         json.field("unmapped_price", resolution.unmappedPrice)
+        if !usage.isEmpty {
+            json.key("usage")
+            json.beginObject()
+            UsageJSON.meters(usage, into: &json)
+            json.endObject()
+        }
         json.endObject()
         return json.bytes
     }
