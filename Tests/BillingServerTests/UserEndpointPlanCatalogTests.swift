@@ -19,7 +19,7 @@ private func loadError(_ yaml: String) -> PlanCatalogLoadError? {
 @Suite("Plan catalog files (BILLINGD_PLANS, YAML)")
 struct UserEndpointPlanCatalogTests {
     @Test("The example catalogs in Fixtures/plans load", arguments: [
-        "free-pro-enterprise", "free-plus-storage", "seats-starter-growth-enterprise", "free-pro-team",
+        "free-pro-enterprise", "free-plus-storage", "seats-starter-growth-enterprise", "free-pro-team", "usage",
     ])
     func examples(name: String) throws {
         let catalog = try fixtureCatalog(name)
