@@ -14,18 +14,20 @@ struct JSONObjectBody {
         case array([Value])
         case null
 
+        /// Tries the likeliest types first: each failed attempt throws, which costs more than
+        /// the decoding itself.
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if container.decodeNil() {
+            if let integer = try? container.decode(Int64.self) {
+                self = .integer(integer)
+            } else if let text = try? container.decode(String.self) {
+                self = .string(text)
+            } else if container.decodeNil() {
                 self = .null
             } else if let bool = try? container.decode(Bool.self) {
                 self = .bool(bool)
-            } else if let integer = try? container.decode(Int64.self) {
-                self = .integer(integer)
             } else if let number = try? container.decode(Double.self) {
                 self = .number(number)
-            } else if let text = try? container.decode(String.self) {
-                self = .string(text)
             } else if let array = try? container.decode([Value].self) {
                 self = .array(array)
             } else {
@@ -66,7 +68,7 @@ struct JSONObjectBody {
             throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "Send the body as application/json.")
         }
         let bytes = try await RequestBody.collect(request, limit: limit)
-        guard case .object(let members)? = try? JSONDecoder().decode(Value.self, from: Data(bytes)) else {
+        guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
             throw APIError(
                 .badRequest, code: "invalid_body",
                 message: "The body is not a JSON object; send {\(allowed.map { "\"\($0)\": …" }.joined(separator: ", "))}.")

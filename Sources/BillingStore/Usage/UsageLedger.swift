@@ -126,12 +126,12 @@ public struct UsageLedger: Sendable {
         case .consume(let input):
             return try record(input, source: "consume", refuse: input.meter.enforcement == .hard, now: now, db: db)
         case .setGauge(let scope, let user, let meter, let value, let limit):
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO usageGauge (account, livemode, user, meter, value, updatedAt) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (account, livemode, user, meter) DO UPDATE SET value = excluded.value, updatedAt = excluded.updatedAt
-                    """,
-                arguments: [scope.account, scope.livemode, user, meter.id, value, now])
+                    """
+            ).execute(arguments: [scope.account, scope.livemode, user, meter.id, value, now])
             return .recorded(UsageMeterState(meter: meter, used: value, limit: limit, period: nil), duplicate: false)
         }
     }
@@ -141,22 +141,23 @@ public struct UsageLedger: Sendable {
         var used = try currentTotal(key, period: input.period, db: db)
         var state = UsageMeterState(meter: input.meter, used: used, limit: input.limit, period: input.period)
         let duplicate = try Bool.fetchOne(
-            db, sql: "SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = ?",
+            db.cachedStatement(sql: "SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = ?"),
             arguments: key.arguments + [input.idempotencyKey]) ?? false
         if duplicate { return .recorded(state, duplicate: true) }
         if refuse, !state.allows(input.quantity) { return .refused(state) }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO usageRecord (account, livemode, user, meter, quantity, timestamp, idempotencyKey, source, recordedAt, stripeMeter, reportState)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: key.arguments + [
                 input.quantity, input.timestamp, input.idempotencyKey, source, now, input.meter.stripeMeter,
                 input.meter.stripeMeter == nil ? nil : "pending",
             ])
         if input.period.contains(input.timestamp) {
             used += input.quantity
-            try db.execute(sql: "UPDATE usageTotal SET used = ? WHERE \(keyCondition)", arguments: [used] + key.arguments)
+            try db.cachedStatement(sql: "UPDATE usageTotal SET used = ? WHERE \(keyCondition)").execute(arguments: [used] + key.arguments)
             state.used = used
         }
         return .recorded(state, duplicate: false)
@@ -167,28 +168,28 @@ public struct UsageLedger: Sendable {
     static func currentTotal(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
         if let cached = try cachedTotal(key, db: db), cached.period == period { return cached.used }
         let used = try sum(key, period: period, db: db)
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO usageTotal (account, livemode, user, meter, periodStart, periodEnd, used) VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, livemode, user, meter) DO UPDATE
                     SET periodStart = excluded.periodStart, periodEnd = excluded.periodEnd, used = excluded.used
-                """,
-            arguments: key.arguments + [period.start, period.end, used])
+                """
+        ).execute(arguments: key.arguments + [period.start, period.end, used])
         return used
     }
 
     static func cachedTotal(_ key: Key, db: Database) throws -> (period: UsagePeriod, used: Int64)? {
-        try Row.fetchOne(db, sql: "SELECT periodStart, periodEnd, used FROM usageTotal WHERE \(keyCondition)", arguments: key.arguments)
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT periodStart, periodEnd, used FROM usageTotal WHERE \(keyCondition)"), arguments: key.arguments)
             .map { (UsagePeriod(start: $0[0], end: $0[1]), $0[2]) }
     }
 
     static func sum(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
         try Int64.fetchOne(
-            db, sql: "SELECT COALESCE(SUM(quantity), 0) FROM usageRecord WHERE \(keyCondition) AND timestamp >= ? AND timestamp < ?",
+            db.cachedStatement(sql: "SELECT COALESCE(SUM(quantity), 0) FROM usageRecord WHERE \(keyCondition) AND timestamp >= ? AND timestamp < ?"),
             arguments: key.arguments + [period.start, period.end]) ?? 0
     }
 
     static func gauge(_ key: Key, db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT value FROM usageGauge WHERE \(keyCondition)", arguments: key.arguments) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM usageGauge WHERE \(keyCondition)"), arguments: key.arguments) ?? 0
     }
 }
