@@ -72,3 +72,31 @@ struct SettingsTests {
         #expect(try Settings.load(environment: ["STRIPE_API_KEY": "rk_live_123"], configFile: nil).apiKeyIsLive == true)
     }
 }
+
+@Suite("deploy/billingd.env.example")
+struct EnvironmentExampleTests {
+    static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("deploy/billingd.env.example").path
+
+    /// `KEY=value` lines, commented out or not.
+    static func assignments() throws -> [(key: String, value: String)] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap { line in
+            let text = line.hasPrefix("#") ? line.dropFirst() : line[...]
+            guard let equals = text.firstIndex(of: "="), text[..<equals].allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber }),
+                !text[..<equals].isEmpty
+            else { return nil }
+            return (String(text[..<equals]), String(text[text.index(after: equals)...]))
+        }
+    }
+
+    @Test("Names only settings billingd reads, and suggests a YAML plan catalog as the README documents")
+    func knownSettings() throws {
+        let known = Set(Settings.documented.map(\.name))
+        let assignments = try Self.assignments()
+        #expect(assignments.count > 10)
+        for (key, _) in assignments { #expect(known.contains(key), "\(key) is not a setting billingd reads") }
+        let plans = try #require(assignments.first { $0.key == "BILLINGD_PLANS" })
+        #expect(plans.value.hasSuffix(".yaml"), "BILLINGD_PLANS=\(plans.value)")
+        #expect(try !String(contentsOfFile: Self.path, encoding: .utf8).contains("plans.json"))
+    }
+}
