@@ -45,6 +45,12 @@ struct Trigger: AsyncParsableCommand {
         guard !eventType.isEmpty, eventType.count <= 120, eventType.allSatisfy(allowed.contains), eventType.contains(".") else {
             throw ValidationError("'\(eventType)' is not an event type: use Stripe's names, e.g. invoice.paid or customer.subscription.updated.")
         }
+        guard StripeEventTypes.all.contains(eventType) else {
+            let nearest = StripeEventTypes.nearest(to: eventType)
+            throw ValidationError(
+                "Stripe sends no event of type '\(eventType)'"
+                    + (nearest.isEmpty ? "; use Stripe's names, e.g. invoice.paid or customer.subscription.updated." : ". Did you mean \(nearest.joined(separator: ", "))?"))
+        }
         for field in fields where !field.contains("=") {
             throw ValidationError("--set takes field=value, e.g. --set customer=cus_123 (got '\(field)').")
         }

@@ -1,0 +1,23 @@
+import Foundation
+import Testing
+
+@Suite(
+    "billingd trigger: the built binary",
+    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+)
+struct TriggerCommandTests {
+    @Test("A misspelt event type is refused with the nearest real ones (exit 64), before anything is posted or created")
+    func misspeltType() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-trigger-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("ledger.sqlite3").path
+        let result = try await billingd(
+            ["trigger", "customer.subscription.creatd"],
+            environment: ["BILLINGD_DATABASE": database, "STRIPE_WEBHOOK_SECRET": "whsec_0123456789abcdef"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("Stripe sends no event of type 'customer.subscription.creatd'"), "\(result.stderr)")
+        #expect(result.stderr.contains("Did you mean customer.subscription.created"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: database))
+    }
+}
