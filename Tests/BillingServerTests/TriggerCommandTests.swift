@@ -20,4 +20,16 @@ struct TriggerCommandTests {
         #expect(result.stderr.contains("Did you mean customer.subscription.created"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: database))
     }
+
+    @Test("Without a secret, trigger says which ledger it looked in and never creates one there")
+    func noLedgerHere() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-trigger-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("billingd.sqlite3").path
+        let result = try await billingd(["trigger", "customer.created"], environment: ["BILLINGD_DATABASE": database])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("no ledger at \(database)"), "\(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no billingd.sqlite3, -wal or -shm left behind")
+    }
 }

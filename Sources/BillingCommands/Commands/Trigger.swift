@@ -62,6 +62,13 @@ struct Trigger: AsyncParsableCommand {
         if let configured = settings.webhookSecrets.first {
             secret = configured
         } else {
+            // Never create a ledger here: one made in the wrong directory hides the real one.
+            let path = settings.databasePath
+            guard FileManager.default.fileExists(atPath: path) else {
+                let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+                throw ValidationError(
+                    "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
+            }
             let database = try global.openDatabase(settings)
             defer { try? database.close() }
             guard let local = try await LocalMode.secret(in: database, creating: false) else {
