@@ -51,8 +51,9 @@ public struct LedgerMaintenance: Sendable {
                 let rows = try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE id = ?", arguments: [id])
                 guard !rows.isEmpty else { continue }
                 var views: [[String: any Sendable]] = []
+                let booleans = try Self.booleanColumns(table, db: db)
                 for row in rows {
-                    var view = Self.dictionary(row, skipping: ["raw"])
+                    var view = Self.dictionary(row, skipping: ["raw"], booleans: booleans)
                     view["kind"] = kind.rawValue
                     if let raw = row["raw"] as Data?, let object = try? JSONSerialization.jsonObject(with: raw) {
                         view["raw"] = LedgerJSON(object)
@@ -63,17 +64,17 @@ public struct LedgerMaintenance: Sendable {
                         view["items"] = try Row.fetchAll(
                             db, sql: "SELECT * FROM subscriptionItem WHERE account = ? AND livemode = ? AND subscription = ? ORDER BY id",
                             arguments: key
-                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "subscription"]) }
+                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "subscription"], booleans: try Self.booleanColumns("subscriptionItem", db: db)) }
                     case .invoice:
                         view["lines"] = try Row.fetchAll(
                             db, sql: "SELECT * FROM invoiceLine WHERE account = ? AND livemode = ? AND invoice = ? ORDER BY position",
                             arguments: key
-                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "invoice"]) }
+                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "invoice"], booleans: try Self.booleanColumns("invoiceLine", db: db)) }
                     case .entitlementSummary:
                         view["entitlements"] = try Row.fetchAll(
                             db, sql: "SELECT * FROM activeEntitlement WHERE account = ? AND livemode = ? AND customer = ? ORDER BY lookupKey",
                             arguments: key
-                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "customer"]) }
+                        ).map { Self.dictionary($0, skipping: ["account", "livemode", "customer"], booleans: try Self.booleanColumns("activeEntitlement", db: db)) }
                     default:
                         break
                     }
@@ -106,16 +107,39 @@ public struct LedgerMaintenance: Sendable {
         }
     }
 
-    static func dictionary(_ row: Row, skipping: Set<String>) -> [String: any Sendable] {
+    /// A row as the service API writes JSON: snake_case keys (`app_user_id`, `v_deleted`), and
+    /// the table's BOOLEAN columns as true/false rather than SQLite's 0/1.
+    static func dictionary(_ row: Row, skipping: Set<String>, booleans: Set<String> = []) -> [String: any Sendable] {
         var result: [String: any Sendable] = [:]
         for (column, value) in row where !skipping.contains(column) {
+            let key = snakeCase(column)
             switch value.storage {
-            case .null: result[column] = LedgerJSON(NSNull())
-            case .int64(let number): result[column] = number
-            case .double(let number): result[column] = number
-            case .string(let text): result[column] = text
-            case .blob(let data): result[column] = data.base64EncodedString()
+            case .null: result[key] = LedgerJSON(NSNull())
+            case .int64(let number): result[key] = booleans.contains(column) ? (number != 0) as any Sendable : number
+            case .double(let number): result[key] = number
+            case .string(let text): result[key] = text
+            case .blob(let data): result[key] = data.base64EncodedString()
             }
+        }
+        return result
+    }
+
+    /// The BOOLEAN columns of a table.
+    static func booleanColumns(_ table: String, db: Database) throws -> Set<String> {
+        Set(try db.columns(in: table).filter { $0.type.uppercased() == "BOOLEAN" }.map(\.name))
+    }
+
+    /// `currentPeriodStart` → `current_period_start`, `appUserID` → `app_user_id`.
+    static func snakeCase(_ name: String) -> String {
+        let characters = Array(name)
+        var result = ""
+        for (index, character) in characters.enumerated() {
+            if character.isUppercase, index > 0 {
+                let previous = characters[index - 1]
+                let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { result.append("_") }
+            }
+            result.append(contentsOf: character.lowercased())
         }
         return result
     }
