@@ -5,6 +5,7 @@ import BillingStore
 import Foundation
 import GRDB
 import Logging
+import ServiceLifecycle
 import StripeAPI
 import StripeFake
 import Testing
@@ -297,6 +298,33 @@ struct UsageReportTests {
         await #expect(throws: ReconcileRuns.LeaseHeld.self) {
             _ = try await bed.reporter(at: bed.now).run()
         }
+    }
+
+    @Test("serve's scheduler reports at start and on its interval, and ends on a graceful shutdown")
+    func scheduler() async throws {
+        let bed = try await UsageReportBed.start()
+        defer { Task { await bed.stop() } }
+        try await bed.customer(for: "user_a")
+        let first = try await bed.record("user_a")
+        var logger = Logger(label: "test.scheduler")
+        logger.logLevel = .critical
+        let scheduler = UsageReportScheduler(reporter: bed.reporter(at: bed.now), interval: .milliseconds(100), logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: scheduler)], logger: logger))
+        let running = Task { try await group.run() }
+        func reported(_ seq: Int64) async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                if try await bed.row(seq).state == "reported" { return true }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return false
+        }
+        #expect(try await reported(first))
+        let second = try await bed.record("user_a")
+        #expect(try await reported(second))
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(await bed.fake.meterEvents().count == 2)
     }
 
     @Test("Counters and backlog gauges reach /metrics")

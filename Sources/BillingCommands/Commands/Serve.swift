@@ -67,8 +67,13 @@ struct Serve: AsyncParsableCommand {
                 configuration: .init(sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval),
                 metrics: metrics, logger: logger)))
         }
+        if let stripe, let interval = settings.usageReportInterval {
+            let reporter = UsageReporter(
+                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger, metrics: metrics)
+            services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
+        }
         if stripe == nil {
-            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) is off")
+            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
         }
         var dependencies = BillingServerDependencies(
             database: database,
@@ -102,6 +107,13 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError("BILLINGD_PLANS: \(error)")
             }
         }
+        if dependencies.plans.meters.contains(where: { $0.stripeMeter != nil }) {
+            if stripe == nil {
+                logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
+            } else if settings.usageReportInterval == nil {
+                logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
+            }
+        }
         let application = BillingApplication.application(
             dependencies, host: settings.host, port: settings.port, logger: logger
         ) { [secrets] _ in
@@ -113,8 +125,8 @@ struct Serve: AsyncParsableCommand {
                 ])
         }
         // Reverse start order on shutdown: the server stops taking deliveries first, then the
-        // scheduler stops its run at the next page, then the applier finishes its batch, then
-        // the database is closed.
+        // usage report stops sending (the calls in flight are recorded), then the scheduler stops
+        // its run at the next page, then the applier finishes its batch, then the database is closed.
         services.append(.init(service: application))
         let group = ServiceGroup(
             configuration: .init(
