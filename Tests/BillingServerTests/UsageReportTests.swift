@@ -376,3 +376,86 @@ struct MeterEventAnswerTests {
         #expect(UsageReporter.outcome(of: ahead) == .refused(ahead.description, final: false), "our clock may be behind; later it fits")
     }
 }
+
+@Suite("reconcile --kinds usage: Stripe's meter summaries against the usage billingd reported")
+struct UsageReconcileTests {
+    private func reconcile(_ bed: UsageReportBed, at time: Int64) async throws -> UsageReconcileReport {
+        try #require(try await reconcileRun(bed, at: time).usage)
+    }
+
+    private func reconcileRun(_ bed: UsageReportBed, at time: Int64) async throws -> ReconcileReport {
+        var logger = Logger(label: "test.reconcile")
+        logger.logLevel = .critical
+        let reconciler = Reconciler(
+            database: bed.database, client: bed.client(), livemode: false, logger: logger, applier: InboxApplier(database: bed.database),
+            catalog: bed.catalog, now: { time })
+        var options = Reconciler.Options()
+        options.kinds = [.usage]
+        return try await reconciler.run(options)
+    }
+
+    @Test("Per customer, meter and period (the current and the one before); drift either way is reported, never repaired; a missing meter is named")
+    func compare() async throws {
+        let bed = try await UsageReportBed.start()
+        defer { Task { await bed.stop() } }
+        let alice = try await bed.customer(for: "user_a")
+        let bob = try await bed.customer(for: "user_b")
+        try await bed.record("user_a", quantity: 3)
+        try await bed.record("user_a", quantity: 4)
+        try await bed.record("user_b", quantity: 5)
+        _ = try await bed.reporter(at: bed.now).run()
+        let later = bed.now + 3_600
+
+        let clean = try await reconcile(bed, at: later)
+        #expect(clean.compared == 4, "two customers, two periods each")
+        #expect(clean.matched == 4)
+        #expect(clean.drift == 0)
+
+        // Stripe counts more for alice: an event from elsewhere.
+        try await bed.fake.recordMeterEvent(eventName: "radars_created", customer: alice, value: 10, timestamp: bed.now - 30)
+        // Stripe counts less for bob: a record billingd holds as reported that Stripe never counted.
+        let lost = try await bed.record("user_b", quantity: 2)
+        // A record reported moments ago: Stripe's summaries may lag, so not drift.
+        try await bed.customer(for: "user_c")
+        let fresh = try await bed.record("user_c", quantity: 1)
+        // A record whose Stripe meter does not exist.
+        let ghost = try await bed.record("user_a", quantity: 1)
+        try await bed.database.writer.write { db in
+            try db.execute(sql: "UPDATE usageRecord SET reportState = 'reported', stripeCustomer = ?, reportedAt = ? WHERE seq = ?", arguments: [bob, bed.now, lost])
+            try db.execute(sql: "UPDATE usageRecord SET reportState = 'reported', stripeCustomer = (SELECT stripeCustomer FROM usageRecord WHERE user = 'user_a' LIMIT 1), reportedAt = ? WHERE seq = ?", arguments: [later - 60, fresh])
+            try db.execute(sql: "UPDATE usageRecord SET stripeMeter = 'ghost_meter', reportState = 'reported', stripeCustomer = ? WHERE seq = ?", arguments: [alice, ghost])
+        }
+        let posts = await bed.fake.requestCount(matching: .method("POST"))
+
+        let drifted = try await reconcile(bed, at: later)
+        #expect(drifted.stripeHigher == 1)
+        #expect(drifted.stripeLower == 1)
+        #expect(drifted.settling == 1)
+        #expect(drifted.missingMeters == ["ghost_meter"])
+        #expect(drifted.drift == 3)
+        let higher = try #require(drifted.examples.first { $0.kind == "stripe_higher" })
+        #expect(higher.customer == alice)
+        #expect(higher.user == "user_a")
+        #expect(higher.stripe == 17)
+        #expect(higher.reported == 7)
+        let lower = try #require(drifted.examples.first { $0.kind == "stripe_lower" })
+        #expect(lower.customer == bob)
+        #expect(lower.stripe == 5)
+        #expect(lower.reported == 7)
+        #expect(drifted.note.contains("never sends or cancels meter events"))
+        #expect(await bed.fake.requestCount(matching: .method("POST")) == posts, "nothing repaired: no meter event sent")
+        #expect(await bed.fake.meterEvents().count == 4)
+    }
+
+    @Test("Without reported usage the kind makes no Stripe call; the run's summary shows the usage line")
+    func nothingToCompare() async throws {
+        let bed = try await UsageReportBed.start()
+        defer { Task { await bed.stop() } }
+        try await bed.record("user_free", recordedAt: bed.now - 7_200)
+        let before = await bed.fake.requestCount()
+        let report = try await reconcileRun(bed, at: bed.now)
+        #expect(report.usage?.compared == 0)
+        #expect(await bed.fake.requestCount() == before)
+        #expect(report.summary.contains("usage: 0 customer periods compared"), "\(report.summary)")
+    }
+}

@@ -43,6 +43,15 @@ struct Serve: AsyncParsableCommand {
                 "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
         }
 
+        var catalog: PlanCatalog?
+        if let plansPath = settings.plansPath {
+            do {
+                catalog = try PlanCatalogLoader.load(path: plansPath)
+            } catch {
+                throw ValidationError("BILLINGD_PLANS: \(error)")
+            }
+        }
+
         let metrics = BillingMetrics()
         let inbox = InboxStore(database: database)
         let applier = ApplierService(
@@ -60,7 +69,7 @@ struct Serve: AsyncParsableCommand {
             let reconciler = stripe.map { stripe in
                 Reconciler(
                     database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                    applier: applier.inboxApplier, eventsStored: { applier.wake() })
+                    applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
             }
             services.append(.init(service: ReconcileScheduler(
                 reconciler: reconciler, appStore: appStoreReconcilers, database: database,
@@ -100,13 +109,7 @@ struct Serve: AsyncParsableCommand {
                     "local_pki": "\(localPKI != nil)",
                 ])
         }
-        if let plansPath = settings.plansPath {
-            do {
-                dependencies.plans = try PlanCatalogLoader.load(path: plansPath)
-            } catch {
-                throw ValidationError("BILLINGD_PLANS: \(error)")
-            }
-        }
+        if let catalog { dependencies.plans = catalog }
         if dependencies.plans.meters.contains(where: { $0.stripeMeter != nil }) {
             if stripe == nil {
                 logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
