@@ -238,6 +238,25 @@ struct UsageReportTests {
         }
     }
 
+    @Test("A busy lane keeps at most laneDepth records waiting; the rest go in another pass of the same run")
+    func laneDepth() async throws {
+        let bed = try await UsageReportBed.start()
+        defer { Task { await bed.stop() } }
+        try await bed.customer(for: "user_busy")
+        try await bed.customer(for: "user_calm")
+        for index in 0..<7 { try await bed.record("user_busy", quantity: Int64(index + 1)) }
+        try await bed.record("user_calm", quantity: 100)
+        var options = UsageReporter.Options()
+        options.laneDepth = 2
+        let summary = try await bed.reporter(at: bed.now).run(options)
+        #expect(summary.due == 8)
+        #expect(summary.reported == 8)
+        #expect(summary.backlog.pending == 0)
+        let events = await bed.fake.meterEvents()
+        let busy = events.filter { $0.value < 100 }
+        #expect(busy.map(\.value) == [1, 2, 3, 4, 5, 6, 7])
+    }
+
     @Test("A connected account's usage goes with Stripe-Account to that account's customer")
     func connectedAccount() async throws {
         let bed = try await UsageReportBed.start()

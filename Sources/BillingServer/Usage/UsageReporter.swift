@@ -26,6 +26,9 @@ public struct UsageReporter: Sendable {
         public var concurrency = 16
         /// Records read from the ledger at a time.
         public var pageSize = 500
+        /// Records waiting at most in one lane (customer, meter), which goes one call at a time;
+        /// more are left for another pass, so that one busy customer does not hold up the rest.
+        public var laneDepth = 100
         /// Re-queue records given up on first.
         public var retryFailed = false
         /// With ``retryFailed``: also those an unanswered attempt may have delivered more than
@@ -49,6 +52,7 @@ public struct UsageReporter: Sendable {
     /// Results are written at least this often, and every this many.
     static let flushInterval: Duration = .milliseconds(500)
     static let flushCount = 256
+    static let maximumPasses = 20
 
     let usage: UsageLedger
     let users: UserLedger
@@ -102,7 +106,13 @@ public struct UsageReporter: Sendable {
             if options.retryFailed {
                 summary.requeued = try await usage.requeueFailed(livemode: livemode, resendUnconfirmed: options.resendUnconfirmed, now: now())
             }
-            try await walk(options, into: &summary, lease: lease, shouldStop: shouldStop)
+            // Another pass while busy lanes left records for later; each pass sends at least
+            // what those lanes held, and the number of passes is bounded.
+            var passes = 0
+            while try await walk(options, into: &summary, lease: lease, shouldStop: shouldStop) > 0, summary.error == nil, !shouldStop() {
+                passes += 1
+                if passes >= Self.maximumPasses { break }
+            }
         } catch {
             failure = error
         }
@@ -157,7 +167,9 @@ public struct UsageReporter: Sendable {
     }
 
     /// Reads due records page by page and sends them, lanes in parallel, each lane in order.
-    private func walk(_ options: Options, into summary: inout UsageReportSummary, lease: LeaseWatch?, shouldStop: @escaping @Sendable () -> Bool) async throws {
+    /// - Returns: how many due records were left for another pass (their lane was full).
+    @discardableResult
+    private func walk(_ options: Options, into summary: inout UsageReportSummary, lease: LeaseWatch?, shouldStop: @escaping @Sendable () -> Bool) async throws -> Int {
         let namespace = options.dryRun ? "dry-run" : try await usage.meterEventNamespace()
         let runNow = now()
         var customers: [ServiceScope: [String: String?]] = [:]
@@ -170,6 +182,7 @@ public struct UsageReporter: Sendable {
         var updates: [UsageReportUpdate] = []
         var lastFlush = ContinuousClock.now
         var stopping = false
+        var deferred = 0
 
         func flush() async throws {
             guard !updates.isEmpty else { return }
@@ -194,9 +207,14 @@ public struct UsageReporter: Sendable {
                             guard let customer = try await triage(record, now: now, customers: &customers, updates: &updates, summary: &summary, options: options) else { continue }
                             summary.sent += options.dryRun ? 1 : 0
                             guard !options.dryRun else { continue }
+                            let lane = Lane(account: record.scope.account, customer: customer, stripeMeter: record.stripeMeter)
+                            if lanes[lane, default: []].count >= options.laneDepth {
+                                summary.due -= 1
+                                deferred += 1
+                                continue
+                            }
                             let job = Job(record: record, customer: customer, identifier: MeterEventIdentifier.make(namespace: namespace, seq: record.seq))
                             claims.append(.claim(seq: record.seq, customer: customer, at: now))
-                            let lane = Lane(account: record.scope.account, customer: customer, stripeMeter: record.stripeMeter)
                             if lanes[lane, default: []].isEmpty, !active.contains(lane) { ready.append(lane) }
                             lanes[lane, default: []].append(job)
                             queued += 1
@@ -236,6 +254,7 @@ public struct UsageReporter: Sendable {
             releaseUnsent(lanes, updates: &updates)
             try await flush()
         }
+        return deferred
     }
 
     /// Decides a due record: the customer to send it to, or nil with the record waiting, closed or
