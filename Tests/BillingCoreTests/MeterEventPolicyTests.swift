@@ -51,15 +51,31 @@ struct MeterEventPolicyTests {
         #expect(MeterEventPolicy.withoutCustomer(recordedAt: Self.now - 3_600, now: Self.now) == .giveUp(.noCustomer))
     }
 
-    @Test("Identifiers: billingd-<namespace>-<seq>, within Stripe's 100 characters; namespaces are 16 random characters")
+    @Test("Identifiers: billingd-<namespace>-<seq>-<fingerprint>, within Stripe's 100 characters; namespaces are 16 random characters")
     func identifiers() {
         var generator = SystemRandomNumberGenerator()
         let namespace = MeterEventIdentifier.newNamespace(using: &generator)
         #expect(MeterEventIdentifier.isNamespace(namespace))
         #expect(namespace != MeterEventIdentifier.newNamespace(using: &generator))
-        let identifier = MeterEventIdentifier.make(namespace: namespace, seq: Int64.max)
-        #expect(identifier == "billingd-\(namespace)-9223372036854775807")
+        let fingerprint = MeterEventIdentifier.fingerprint(
+            account: "acct_1", livemode: true, user: "user_42", meter: "radars", idempotencyKey: "radar-7", timestamp: 1_770_000_000, quantity: 3)
+        #expect(fingerprint.count == 8)
+        #expect(fingerprint.allSatisfy { $0.isHexDigit })
+        let identifier = MeterEventIdentifier.make(namespace: namespace, seq: Int64.max, fingerprint: fingerprint)
+        #expect(identifier == "billingd-\(namespace)-9223372036854775807-\(fingerprint)")
         #expect(identifier.count <= 100)
         #expect(!MeterEventIdentifier.isNamespace("ABCDEFGHIJKLMNOP"))
+    }
+
+    @Test("The fingerprint is the record's: the same for the same record, another for any other field, and parts cannot run into each other")
+    func fingerprints() {
+        func print(_ user: String = "user_42", _ meter: String = "radars", key: String = "radar-7", timestamp: Int64 = 1, quantity: Int64 = 3, livemode: Bool = false) -> String {
+            MeterEventIdentifier.fingerprint(account: "", livemode: livemode, user: user, meter: meter, idempotencyKey: key, timestamp: timestamp, quantity: quantity)
+        }
+        let base = print()
+        #expect(print() == base)
+        let others = [print("user_43"), print("user_42", "api"), print(key: "radar-8"), print(timestamp: 2), print(quantity: 4), print(livemode: true)]
+        #expect(Set(others + [base]).count == others.count + 1)
+        #expect(print("ab", "c") != print("a", "bc"))
     }
 }

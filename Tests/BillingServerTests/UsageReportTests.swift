@@ -36,17 +36,22 @@ struct UsageReportTests {
         let namespace = try await bed.namespace()
         #expect(MeterEventIdentifier.isNamespace(namespace))
         // Lanes (customer, meter) run side by side: order by billingd's id.
-        let events = await bed.fake.meterEvents().sorted { Int64($0.identifier.split(separator: "-").last!)! < Int64($1.identifier.split(separator: "-").last!)! }
-        #expect(events.map(\.identifier) == [first, second, third].map { "billingd-\(namespace)-\($0)" })
+        func seq(_ identifier: String) -> Int64 { Int64(identifier.split(separator: "-")[2]) ?? -1 }
+        let events = await bed.fake.meterEvents().sorted { seq($0.identifier) < seq($1.identifier) }
+        #expect(events.map { seq($0.identifier) } == [first, second, third])
+        for event in events {
+            let parts = event.identifier.split(separator: "-")
+            #expect(parts.count == 4 && parts[0] == "billingd" && parts[1] == namespace && parts[3].count == 8, "\(event.identifier)")
+        }
         #expect(events.map(\.customer) == [alice, alice, bob])
         #expect(events.map(\.value) == [3, 2, 7])
         #expect(events.map(\.timestamp) == [bed.now - 120, bed.now - 60, bed.now])
         #expect(events.allSatisfy { $0.meter == bed.meter && $0.error == nil })
-        let sent = try #require(await bed.harness.sentForms("POST", "/v1/billing/meter_events").first { $0["identifier"] == "billingd-\(namespace)-\(first)" })
+        let sent = try #require(await bed.harness.sentForms("POST", "/v1/billing/meter_events").first { $0["identifier"].map(seq) == first })
         #expect(sent["event_name"] == "radars_created")
         #expect(sent["payload[stripe_customer_id]"] == alice)
         #expect(sent["payload[value]"] == "3")
-        #expect(sent["identifier"] == "billingd-\(namespace)-\(first)")
+        #expect(sent["identifier"] == events[0].identifier)
         #expect(sent["timestamp"] == String(bed.now - 120))
 
         #expect(try await bed.row(first) == ReportRow(state: "reported", attempts: 1, nextAt: nil, error: nil, reportedAt: bed.now, customer: alice, inFlightSince: nil))
@@ -120,6 +125,26 @@ struct UsageReportTests {
         #expect(done.state == "reported")
         #expect(done.attempts == 2)
         #expect(done.inFlightSince == nil)
+    }
+
+    @Test("A ledger restored from a backup hands out a seq again: the new record is not mistaken for the reported one of the same seq")
+    func seqReusedAfterRestore() async throws {
+        let bed = try await UsageReportBed.start()
+        defer { Task { await bed.stop() } }
+        let customer = try await bed.customer(for: "user_a")
+        let lostRecord = try await bed.record("user_a", quantity: 4, key: "radar-1")
+        _ = try await bed.reporter(at: bed.now).run()
+        // The backup was taken before that record: after the restore it is gone and its seq is free.
+        try await bed.database.writer.write { db in
+            try db.execute(sql: "DELETE FROM usageRecord WHERE seq = ?", arguments: [lostRecord])
+            try db.execute(sql: "UPDATE sqlite_sequence SET seq = ? WHERE name = 'usageRecord'", arguments: [lostRecord - 1])
+        }
+        let reused = try await bed.record("user_a", quantity: 6, key: "radar-2")
+        #expect(reused == lostRecord)
+        let summary = try await bed.reporter(at: bed.now + 10).run()
+        #expect(summary.reported == 1)
+        #expect(summary.duplicates == 0)
+        #expect(try await bed.stripeTotal(customer) == 10, "both records billed")
     }
 
     @Test("The client retries 429 and 5xx itself; past its retries the record waits 1, 2, 4 … minutes, gives up after 10 attempts, and --retry-failed re-queues it")

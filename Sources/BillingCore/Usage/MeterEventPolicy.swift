@@ -1,3 +1,5 @@
+import Crypto
+
 /// Where a usage record stands in its report to a Stripe Billing Meter.
 public enum UsageReportState: String, Sendable, Hashable, CaseIterable {
     /// To be sent (or waiting: a future timestamp, a user whose Stripe customer is not known yet).
@@ -137,10 +139,28 @@ public enum MeterEventPolicy {
 /// The `identifier` of a usage record's meter event: billingd's id of the record (its `seq`) in
 /// a namespace drawn at random once per ledger database, so that two databases reporting to one
 /// Stripe account never collide, and a retry of one record always carries the same identifier.
+///
+/// A fingerprint of the record follows, so that a seq used twice — a ledger restored from a
+/// backup hands out again the seqs of records made after the backup, some of them already
+/// reported — never makes Stripe take a new record for a copy of an old one and drop it.
 public enum MeterEventIdentifier {
-    /// `billingd-<namespace>-<seq>`, at most 100 characters as Stripe requires.
-    public static func make(namespace: String, seq: Int64) -> String {
-        "billingd-\(namespace)-\(seq)"
+    /// `billingd-<namespace>-<seq>-<fingerprint>`, at most 63 characters (Stripe allows 100).
+    public static func make(namespace: String, seq: Int64, fingerprint: String) -> String {
+        "billingd-\(namespace)-\(seq)-\(fingerprint)"
+    }
+
+    /// 8 hex digits of SHA-256 over what makes the record itself: its scope, user, meter,
+    /// idempotency key, time and quantity.
+    public static func fingerprint(
+        account: String, livemode: Bool, user: String, meter: String, idempotencyKey: String, timestamp: Int64, quantity: Int64
+    ) -> String {
+        // Lengths before the variable parts, so that no two records spell the same bytes.
+        var bytes: [UInt8] = []
+        for part in [account, livemode ? "live" : "test", user, meter, idempotencyKey, String(timestamp), String(quantity)] {
+            bytes += Array("\(part.utf8.count):".utf8) + Array(part.utf8)
+        }
+        let hex = Array("0123456789abcdef".utf8)
+        return String(decoding: SHA256.hash(data: bytes).prefix(4).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
     }
 
     /// A new namespace: 16 random lowercase letters and digits (about 82 bits).

@@ -213,7 +213,7 @@ public struct UsageReporter: Sendable {
                                 deferred += 1
                                 continue
                             }
-                            let job = Job(record: record, customer: customer, identifier: MeterEventIdentifier.make(namespace: namespace, seq: record.seq))
+                            let job = Job(record: record, customer: customer, identifier: Self.identifier(of: record, namespace: namespace))
                             claims.append(.claim(seq: record.seq, customer: customer, at: now))
                             if lanes[lane, default: []].isEmpty, !active.contains(lane) { ready.append(lane) }
                             lanes[lane, default: []].append(job)
@@ -402,6 +402,15 @@ public struct UsageReporter: Sendable {
             let timestamp = error.param == "timestamp" || error.code == "timestamp_too_far_in_past" || error.code == "timestamp_in_future"
             return .refused(error.description, final: timestamp && error.code != "timestamp_in_future")
         }
+    }
+
+    /// The meter event identifier of a record: the same on every attempt.
+    public static func identifier(of record: DueUsageReport, namespace: String) -> String {
+        MeterEventIdentifier.make(
+            namespace: namespace, seq: record.seq,
+            fingerprint: MeterEventIdentifier.fingerprint(
+                account: record.scope.account, livemode: record.scope.livemode, user: record.user, meter: record.meter,
+                idempotencyKey: record.idempotencyKey, timestamp: record.timestamp, quantity: record.quantity))
     }
 
     static func message(_ hold: MeterEventPolicy.Hold) -> String {

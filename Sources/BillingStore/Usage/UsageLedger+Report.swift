@@ -13,6 +13,8 @@ public struct DueUsageReport: Sendable, Equatable {
     public let quantity: Int64
     /// When the usage happened, Unix seconds.
     public let timestamp: Int64
+    /// The app's idempotency key of the record.
+    public let idempotencyKey: String
     /// When billingd accepted it, Unix seconds.
     public let recordedAt: Int64
     public let state: UsageReportState
@@ -130,7 +132,7 @@ extension UsageLedger {
             return try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT seq, account, livemode, user, meter, stripeMeter, quantity, timestamp, recordedAt, reportState,
+                    SELECT seq, account, livemode, user, meter, stripeMeter, quantity, timestamp, idempotencyKey, recordedAt, reportState,
                         reportAttempts, reportNextAt, stripeCustomer, reportInFlightSince
                     FROM usageRecord
                     WHERE \(Self.dueCondition) AND reportNextAt >= ? AND reportNextAt <= ? AND (reportNextAt > ? OR seq > ?) AND livemode = ?
@@ -142,7 +144,7 @@ extension UsageLedger {
                 DueUsageReport(
                     seq: row["seq"], scope: ServiceScope(account: row["account"], livemode: row["livemode"]), user: row["user"],
                     meter: row["meter"], stripeMeter: row["stripeMeter"], quantity: row["quantity"], timestamp: row["timestamp"],
-                    recordedAt: (row["recordedAt"] as Int64) / 1000,
+                    idempotencyKey: row["idempotencyKey"], recordedAt: (row["recordedAt"] as Int64) / 1000,
                     state: UsageReportState(rawValue: row["reportState"]) ?? .pending, attempts: row["reportAttempts"],
                     nextAt: row["reportNextAt"], stripeCustomer: row["stripeCustomer"], inFlightSince: row["reportInFlightSince"])
             }
