@@ -53,7 +53,9 @@ extension LedgerMigrations {
                 -- retrying record, empty once reported or given up), reportedAt, and
                 -- reportInFlightSince: the earliest attempt whose answer is unknown (a timeout, a
                 -- 5xx, a crash), so that a resend is never made once Stripe's 24-hour identifier
-                -- window may have passed.
+                -- window may have passed. A record's meter event identifier is
+                -- billingd-<namespace>-<seq>-<fingerprint> (MeterEventIdentifier; the namespace is in
+                -- meta), not the bare seq: a restored backup hands seqs out again.
                 ALTER TABLE usageRecord ADD COLUMN reportInFlightSince INTEGER;
                 UPDATE usageRecord SET reportNextAt = recordedAt / 1000 WHERE reportState = 'pending' AND reportNextAt IS NULL;
 
