@@ -205,8 +205,10 @@ public struct UsageReporter: Sendable {
                             summary.due += 1
                             let now = now()
                             guard let customer = try await triage(record, now: now, customers: &customers, updates: &updates, summary: &summary, options: options) else { continue }
-                            summary.sent += options.dryRun ? 1 : 0
-                            guard !options.dryRun else { continue }
+                            if options.dryRun {
+                                summary.sent += 1
+                                continue
+                            }
                             let lane = Lane(account: record.scope.account, customer: customer, stripeMeter: record.stripeMeter)
                             if lanes[lane, default: []].count >= options.laneDepth {
                                 summary.due -= 1
@@ -347,8 +349,10 @@ public struct UsageReporter: Sendable {
         case .refused, .unknown:
             summary.failed += 1
             if next.nextAt == nil { summary.gaveUp += 1 }
-            summary.noteFailure(Self.failure(record, customer: attempt.job.customer, error: next.error ?? "", retryAt: next.nextAt), limit: options.examples)
             metrics?.count("billingd_usage_reports_total", dimensions: [("outcome", next.nextAt == nil ? "given_up" : "failed")])
+            // The first few of a run, not thousands in an outage: the summary counts them all.
+            guard summary.failures.count < options.examples else { break }
+            summary.noteFailure(Self.failure(record, customer: attempt.job.customer, error: next.error ?? "", retryAt: next.nextAt), limit: options.examples)
             logger.warning(
                 "usage record not reported",
                 metadata: [
