@@ -207,6 +207,38 @@ extension StripeFake {
         }
     }
 
+    // MARK: - Billing meters
+
+    /// An active Billing Meter for `eventName` (`formula` sum, count or last); returns its id.
+    @discardableResult
+    public func createBillingMeter(
+        eventName: String, displayName: String? = nil, formula: String = "sum", account: String? = nil
+    ) async throws(StripeAPIError) -> String {
+        try await store.run { store throws(StripeAPIError) in
+            try store.createBillingMeter(
+                displayName: displayName ?? eventName, eventName: eventName, formula: formula, in: store.account(account)
+            ).id
+        }
+    }
+
+    /// Every meter event Stripe accepted, oldest first, with what it counted on.
+    public func meterEvents(account: String? = nil) async -> [MeterEventRecord] {
+        await store.run { store in store.account(account).meterEvents }
+    }
+
+    /// A meter event as if sent through the API (the identifier and time rules apply).
+    @discardableResult
+    public func recordMeterEvent(
+        eventName: String, customer: String, value: Int64, identifier: String? = nil, timestamp: Int64? = nil,
+        account: String? = nil
+    ) async throws(StripeAPIError) -> MeterEventRecord {
+        try await store.run { store throws(StripeAPIError) in
+            try store.recordMeterEvent(
+                eventName: eventName, payload: ["stripe_customer_id": customer, "value": String(value)],
+                identifier: identifier, timestamp: timestamp, in: store.account(account))
+        }
+    }
+
     // MARK: - Webhooks
 
     /// Sends events to `url` signed with `secret` from now on; nil stops delivery.

@@ -66,6 +66,17 @@ struct SettingsTests {
         #expect(throws: SettingsError.self) { try Settings.load(environment: [:], configFile: path) }
     }
 
+    @Test("BILLINGD_USAGE_REPORT_INTERVAL: 1m by default, a duration, or off; nonsense names the variable")
+    func usageReportInterval() throws {
+        #expect(try Settings.load(environment: [:], configFile: nil).usageReportInterval == .seconds(60))
+        #expect(try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": "30s"], configFile: nil).usageReportInterval == .seconds(30))
+        #expect(try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": "off"], configFile: nil).usageReportInterval == nil)
+        for bad in ["soon", "2s", "2d"] {
+            #expect(throws: SettingsError.self) { try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": bad], configFile: nil) }
+        }
+        #expect(Settings.helpTable.contains("BILLINGD_USAGE_REPORT_INTERVAL"))
+    }
+
     @Test("The key prefix says test or live mode")
     func keyMode() throws {
         #expect(try Settings.load(environment: ["STRIPE_API_KEY": "sk_test_123"], configFile: nil).apiKeyIsLive == false)

@@ -13,6 +13,8 @@ struct Reconcile: AsyncParsableCommand {
         discussion: """
             Walks Stripe's /v1/events from the stored cursor and stores every event the inbox lacks (and applies it); re-fetches objects the applier marked as ambiguous; then lists customers, subscriptions (status=all), invoices, prices, products, and per customer the payment methods and active entitlements, compares each object with the ledger field by field, and repairs the ledger through the same version guard as webhooks: an object the ledger holds a newer snapshot of is never overwritten, a deleted one never comes back.
 
+            With usage reported to Stripe Billing Meters, it also compares each customer's meter event summaries with the usage billingd reported, per meter and usage period (the current one and the one before, periods from BILLINGD_PLANS); usage drift is reported, never repaired: billingd does not invent or cancel meter events.
+
             Drift is reported by kind (missing locally, gone in Stripe, field differs, with the fields and examples). Exit status: 0 when the run completed, whether or not it found drift; 1 when it could not (bad key, Stripe unreachable past retries); 75 when another run (cron, or the scheduler in `serve`) holds the lease — try again later.
 
             When the App Store Server API is configured (APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY), `billingd appstore reconcile` runs after it for each environment (not with --account); its reports appear under "appstore" in the JSON, and the worst exit status wins.
@@ -77,9 +79,17 @@ struct Reconcile: AsyncParsableCommand {
             options.since = since.flatMap(UTCTimestamp.parse)
             options.account = account
             options.applyRecoveredEvents = true
+            var catalog: PlanCatalog?
+            if let path = settings.plansPath {
+                do {
+                    catalog = try PlanCatalogLoader.load(path: path)
+                } catch {
+                    throw ValidationError("BILLINGD_PLANS: \(error)")
+                }
+            }
             let reconciler = Reconciler(
                 database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
             do {
                 stripeReport = try await reconciler.run(options) { progress in
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")

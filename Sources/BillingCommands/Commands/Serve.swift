@@ -43,6 +43,15 @@ struct Serve: AsyncParsableCommand {
                 "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
         }
 
+        var catalog: PlanCatalog?
+        if let plansPath = settings.plansPath {
+            do {
+                catalog = try PlanCatalogLoader.load(path: plansPath)
+            } catch {
+                throw ValidationError("BILLINGD_PLANS: \(error)")
+            }
+        }
+
         let metrics = BillingMetrics()
         let inbox = InboxStore(database: database)
         let applier = ApplierService(
@@ -60,15 +69,20 @@ struct Serve: AsyncParsableCommand {
             let reconciler = stripe.map { stripe in
                 Reconciler(
                     database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                    applier: applier.inboxApplier, eventsStored: { applier.wake() })
+                    applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
             }
             services.append(.init(service: ReconcileScheduler(
                 reconciler: reconciler, appStore: appStoreReconcilers, database: database,
                 configuration: .init(sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval),
                 metrics: metrics, logger: logger)))
         }
+        if let stripe, let interval = settings.usageReportInterval {
+            let reporter = UsageReporter(
+                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger, metrics: metrics)
+            services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
+        }
         if stripe == nil {
-            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) is off")
+            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
         }
         var dependencies = BillingServerDependencies(
             database: database,
@@ -95,11 +109,12 @@ struct Serve: AsyncParsableCommand {
                     "local_pki": "\(localPKI != nil)",
                 ])
         }
-        if let plansPath = settings.plansPath {
-            do {
-                dependencies.plans = try PlanCatalogLoader.load(path: plansPath)
-            } catch {
-                throw ValidationError("BILLINGD_PLANS: \(error)")
+        if let catalog { dependencies.plans = catalog }
+        if dependencies.plans.meters.contains(where: { $0.stripeMeter != nil }) {
+            if stripe == nil {
+                logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
+            } else if settings.usageReportInterval == nil {
+                logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
             }
         }
         let application = BillingApplication.application(
@@ -113,8 +128,8 @@ struct Serve: AsyncParsableCommand {
                 ])
         }
         // Reverse start order on shutdown: the server stops taking deliveries first, then the
-        // scheduler stops its run at the next page, then the applier finishes its batch, then
-        // the database is closed.
+        // usage report stops sending (the calls in flight are recorded), then the scheduler stops
+        // its run at the next page, then the applier finishes its batch, then the database is closed.
         services.append(.init(service: application))
         let group = ServiceGroup(
             configuration: .init(

@@ -32,6 +32,8 @@ public struct Settings: Sendable {
     public var eventsSweepInterval: Duration?
     /// How often `serve` runs a full reconcile; nil = off.
     public var reconcileInterval: Duration?
+    /// How often `serve` reports usage to Stripe Billing Meters; nil = off.
+    public var usageReportInterval: Duration?
     /// The app's bundle id; App Store support is on when it is set.
     public var appStoreBundleID: String?
     /// The app's Apple id, required to accept Production data.
@@ -72,6 +74,7 @@ public struct Settings: Sendable {
         ("STRIPE_RATE_LIMIT", "25 test / 100 live", "Stripe requests per second"),
         ("BILLINGD_EVENTS_SWEEP_INTERVAL", "5m", "serve's missed-events sweep (off)"),
         ("BILLINGD_RECONCILE_INTERVAL", "24h", "serve's full reconcile (off)"),
+        ("BILLINGD_USAGE_REPORT_INTERVAL", "1m", "serve's usage report to Stripe meters (off)"),
         ("APPSTORE_BUNDLE_ID", "App Store off", "the app's bundle id; turns App Store on"),
         ("APPSTORE_APP_APPLE_ID", "none", "the app's Apple id; needed for Production"),
         ("APPSTORE_ENVIRONMENTS", "Production,Sandbox", "accepted App Store environments"),
@@ -196,6 +199,7 @@ public struct Settings: Sendable {
         }
         eventsSweepInterval = try duration("BILLINGD_EVENTS_SWEEP_INTERVAL", default: .seconds(300), range: 30...86_400, allowOff: true)
         reconcileInterval = try duration("BILLINGD_RECONCILE_INTERVAL", default: .seconds(86_400), range: 300...(30 * 86_400), allowOff: true)
+        usageReportInterval = try duration("BILLINGD_USAGE_REPORT_INTERVAL", default: .seconds(60), range: 5...86_400, allowOff: true)
 
         appStoreBundleID = value("APPSTORE_BUNDLE_ID")
         if let bundle = appStoreBundleID,

@@ -11,6 +11,9 @@ public enum ReconcileKind: String, Sendable, CaseIterable, Codable, Comparable {
     case paymentMethods = "payment_methods"
     /// Per customer: `/v1/entitlements/active_entitlements`.
     case entitlements
+    /// Per customer, Stripe meter and usage period: `/v1/billing/meters/{id}/event_summaries`
+    /// against the usage billingd reported. Reported, never repaired.
+    case usage
 
     /// Parses `--kinds` (comma-separated, `payment-methods` also accepted).
     public static func parse(_ text: String) throws -> [ReconcileKind] {
@@ -31,7 +34,7 @@ public enum ReconcileKind: String, Sendable, CaseIterable, Codable, Comparable {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 
-    /// The ledger kind its objects land in (nil for events).
+    /// The ledger kind its objects land in (nil for events and usage).
     var ledgerKind: LedgerObjectKind? {
         switch self {
         case .events: nil
@@ -42,6 +45,7 @@ public enum ReconcileKind: String, Sendable, CaseIterable, Codable, Comparable {
         case .invoices: .invoice
         case .paymentMethods: .paymentMethod
         case .entitlements: .entitlementSummary
+        case .usage: nil
         }
     }
 }
@@ -117,15 +121,17 @@ public struct ReconcileReport: Sendable, Codable {
     public var refetched = 0
     public var events: EventsReport?
     public var byKind: [String: KindReport] = [:]
+    /// The `usage` kind's comparison of meter summaries.
+    public var usage: UsageReconcileReport?
     public var stripeRequests = 0
 
-    public var totalDrift: Int { byKind.values.reduce(0) { $0 + $1.drift } }
+    public var totalDrift: Int { byKind.values.reduce(0) { $0 + $1.drift } + (usage?.drift ?? 0) }
     public var totalRepaired: Int { byKind.values.reduce(0) { $0 + $1.repaired } }
     public var totalObjects: Int { byKind.values.reduce(0) { $0 + $1.listed } }
 
     enum CodingKeys: String, CodingKey {
         case runID = "run_id", mode, dryRun = "dry_run", account, livemode, startedAt = "started_at", finishedAt = "finished_at"
-        case outcome, error, kinds, refetched, events, byKind = "by_kind", stripeRequests = "stripe_requests"
+        case outcome, error, kinds, refetched, events, byKind = "by_kind", usage, stripeRequests = "stripe_requests"
     }
 
     mutating func record(_ page: PageReconciliation, kind: LedgerObjectKind, examples limit: Int) {
@@ -177,6 +183,7 @@ public struct ReconcileReport: Sendable, Codable {
                 lines.append("    e.g. \(example.id): \(example.drift.rawValue)\(example.fields.isEmpty ? "" : " [" + example.fields.joined(separator: ", ") + "]") → \(example.outcome.rawValue)")
             }
         }
+        if let usage { lines += usage.lines }
         if let error { lines.append("  error: \(error)") }
         return lines.joined(separator: "\n")
     }

@@ -69,14 +69,17 @@ public struct Reconciler: Sendable {
     let applier: InboxApplier
     /// Called after recovered events were stored (serve wakes its applier).
     let eventsStored: @Sendable () -> Void
+    /// Decides users' usage periods for the `usage` kind; calendar months without one.
+    let catalog: PlanCatalog?
 
     public init(
         database: LedgerDatabase, client: StripeClient, livemode: Bool, logger: Logger,
-        applier: InboxApplier, holder: String = Reconciler.defaultHolder,
+        applier: InboxApplier, holder: String = Reconciler.defaultHolder, catalog: PlanCatalog? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         eventsStored: @escaping @Sendable () -> Void = {}
     ) {
         self.database = database
+        self.catalog = catalog
         self.client = client
         self.livemode = livemode
         self.logger = logger
@@ -204,6 +207,8 @@ final class Walk: Sendable {
                 try await reconcilePerCustomer(.paymentMethod, into: &report)
             case .entitlements:
                 try await reconcilePerCustomer(.entitlementSummary, into: &report)
+            case .usage:
+                try await reconcileUsage(into: &report)
             }
         }
     }

@@ -143,8 +143,9 @@ public struct UsageController: Sendable {
         try await Self.states(usage, catalog: catalog, of: user, in: scope, resolution: resolution, now: now)
     }
 
-    /// Every meter of `catalog` for a user (`GET …/usage`, and embedded in `…/entitlements`).
-    static func states(
+    /// Every meter of `catalog` for a user (`GET …/usage`, embedded in `…/entitlements`, and
+    /// `billingd usage show`).
+    public static func states(
         _ usage: UsageLedger, catalog: PlanCatalog, of user: String, in scope: ServiceScope, resolution: PlanResolution, now: Int64
     ) async throws -> [UsageMeterState] {
         guard !catalog.meters.isEmpty else { return [] }

@@ -147,13 +147,14 @@ public struct UsageLedger: Sendable {
         if refuse, !state.allows(input.quantity) { return .refused(state) }
         try db.cachedStatement(
             sql: """
-                INSERT INTO usageRecord (account, livemode, user, meter, quantity, timestamp, idempotencyKey, source, recordedAt, stripeMeter, reportState)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO usageRecord (account, livemode, user, meter, quantity, timestamp, idempotencyKey, source, recordedAt, stripeMeter, reportState, reportNextAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: key.arguments + [
                 input.quantity, input.timestamp, input.idempotencyKey, source, now, input.meter.stripeMeter,
-                input.meter.stripeMeter == nil ? nil : "pending",
+                input.meter.stripeMeter == nil ? nil : UsageReportState.pending.rawValue,
+                input.meter.stripeMeter == nil ? nil : now / 1000,
             ])
         if input.period.contains(input.timestamp) {
             used += input.quantity

@@ -45,5 +45,29 @@ extension LedgerMigrations {
                 ) WITHOUT ROWID;
                 """)
         }
+
+        migrator.registerMigration("v6-usage-report") { db in
+            try db.execute(sql: """
+                -- The report to Stripe Billing Meters. Its times are Unix seconds, like `timestamp`
+                -- and Stripe's: reportNextAt (when the record is due; set for every pending or
+                -- retrying record, empty once reported or given up), reportedAt, and
+                -- reportInFlightSince: the earliest attempt whose answer is unknown (a timeout, a
+                -- 5xx, a crash), so that a resend is never made once Stripe's 24-hour identifier
+                -- window may have passed. A record's meter event identifier is
+                -- billingd-<namespace>-<seq>-<fingerprint> (MeterEventIdentifier; the namespace is in
+                -- meta), not the bare seq: a restored backup hands seqs out again.
+                ALTER TABLE usageRecord ADD COLUMN reportInFlightSince INTEGER;
+                UPDATE usageRecord SET reportNextAt = recordedAt / 1000 WHERE reportState = 'pending' AND reportNextAt IS NULL;
+
+                -- What is due, in order: the reporter walks it by (reportNextAt, seq). Records given
+                -- up (failed, no reportNextAt) stay out of the range scan.
+                DROP INDEX usageRecord_report;
+                CREATE INDEX usageRecord_due ON usageRecord(reportNextAt, seq) WHERE reportState IN ('pending', 'failed');
+
+                -- Records tied to a Stripe customer by time: reconcile compares them with Stripe's
+                -- event summaries.
+                CREATE INDEX usageRecord_customer ON usageRecord(livemode, timestamp) WHERE stripeCustomer IS NOT NULL;
+                """)
+        }
     }
 }

@@ -7,6 +7,7 @@ public struct Fault: Sendable, CustomStringConvertible {
     enum Effect: Sendable {
         case status(Int, retryAfter: Int?, shouldRetry: Bool?)
         case delay(Duration)
+        case delayAnswer(Duration)
         case dropConnection
         case expiredKey
     }
@@ -24,6 +25,10 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// Waits this long, then answers normally.
     public static func delay(_ duration: Duration) -> Fault { Fault(effect: .delay(duration)) }
 
+    /// Does the request at once, then waits this long before answering: the window in which a
+    /// client that times out or dies has had its request done without hearing of it.
+    public static func delayAnswer(_ duration: Duration) -> Fault { Fault(effect: .delayAnswer(duration)) }
+
     /// Closes the TCP connection without answering; the client sees a transport error.
     public static let dropConnection = Fault(effect: .dropConnection)
 
@@ -35,6 +40,7 @@ public struct Fault: Sendable, CustomStringConvertible {
         case .status(let code, let retryAfter, let shouldRetry):
             "status(\(code)\(retryAfter.map { ", retryAfter: \($0)" } ?? "")\(shouldRetry.map { ", shouldRetry: \($0)" } ?? ""))"
         case .delay(let duration): "delay(\(duration))"
+        case .delayAnswer(let duration): "delayAnswer(\(duration))"
         case .dropConnection: "dropConnection"
         case .expiredKey: "expiredKey"
         }

@@ -58,6 +58,9 @@ extension ObjectKind {
             fields.status = object["status"]?.stringValue
         case .event:
             fields.type = object["type"]?.stringValue
+        case .billingMeter:
+            fields.status = object["status"]?.stringValue
+            fields.name = object["event_name"]?.stringValue
         }
         return fields
     }

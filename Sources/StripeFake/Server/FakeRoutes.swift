@@ -44,6 +44,15 @@ enum FakeRoutes {
         v1.stripe(.post, "billing_portal/sessions", store) { try $0.createBillingPortalSession($1) }
         v1.stripe(.get, "entitlements/active_entitlements", store) { try $0.listActiveEntitlements($1) }
 
+        v1.stripe(.post, "billing/meters", store) { try $0.createBillingMeterRequest($1) }
+        v1.stripe(.get, "billing/meters", store) { try $0.listBillingMeters($1) }
+        v1.stripe(.get, "billing/meters/:id", store) { try $0.retrieveBillingMeter($1) }
+        v1.stripe(.post, "billing/meters/:id", store) { try $0.updateBillingMeter($1) }
+        v1.stripe(.post, "billing/meters/:id/deactivate", store) { try $0.deactivateBillingMeter($1) }
+        v1.stripe(.post, "billing/meters/:id/reactivate", store) { try $0.reactivateBillingMeter($1) }
+        v1.stripe(.get, "billing/meters/:id/event_summaries", store) { try $0.listMeterEventSummaries($1) }
+        v1.stripe(.post, "billing/meter_events", store) { try $0.createMeterEvent($1) }
+
         v1.stripe(.get, "events", store) { try $0.listEvents($1) }
         v1.stripe(.get, "events/:id", store) { try $0.retrieveEvent($1) }
         return router

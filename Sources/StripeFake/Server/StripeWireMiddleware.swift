@@ -80,12 +80,15 @@ struct StripeWireMiddleware: RouterMiddleware {
             parameters: try? parameters.get(), body: bodyBytes,
             headers: request.headers.map { ($0.name.canonicalName, $0.value) }, idempotencyKey: idempotencyKey,
             stripeVersion: apiVersion, account: account, receivedAt: store.clock.now)
+        var answerDelay: Duration?
         if let fault = await store.receive(recorded) {
             switch fault.effect {
             case .status(let code, let retryAfter, let shouldRetry):
                 throw Fault.error(status: code, retryAfter: retryAfter, shouldRetry: shouldRetry)
             case .delay(let duration):
                 try await Task.sleep(for: duration)
+            case .delayAnswer(let duration):
+                answerDelay = duration
             case .dropConnection:
                 try? await context.channel.close()
                 throw ConnectionDropped()
@@ -116,7 +119,16 @@ struct StripeWireMiddleware: RouterMiddleware {
         context.apiRequest = APIRequest(
             method: method, path: path, parameters: try parameters.get(), account: account, requestID: requestID,
             idempotencyKey: method == .post ? idempotencyKey : nil, apiVersion: apiVersion)
-        return try await next(request, context)
+        guard let answerDelay else { return try await next(request, context) }
+        // The operation has run whatever comes of the wait; the answer follows it.
+        let result: Result<Response, any Error>
+        do {
+            result = .success(try await next(request, context))
+        } catch {
+            result = .failure(error)
+        }
+        try? await Task.sleep(for: answerDelay)
+        return try result.get()
     }
 
     /// The key from `Authorization: Bearer sk_…` or HTTP Basic with the key as user name.

@@ -16,6 +16,12 @@ final class AccountState {
     var featureIDs: [String: String] = [:]
     /// What each Checkout Session sells, which Stripe shows only through `line_items`.
     var checkoutOrders: [String: CheckoutObjects.Order] = [:]
+    /// Every meter event accepted, oldest first.
+    var meterEvents: [MeterEventRecord] = []
+    /// Indexes into ``meterEvents`` of the events that counted, by `"meter customer"`.
+    var countedMeterEvents: [String: [Int]] = [:]
+    /// When each meter event identifier was first used.
+    var meterIdentifiers: [String: Int64] = [:]
 
     init(account: String?) {
         self.account = account

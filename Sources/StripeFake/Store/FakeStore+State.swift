@@ -67,7 +67,7 @@ extension ObjectKind {
         case .paymentMethod: "payment_method.updated"
         case .price: "price.updated"
         case .product: "product.updated"
-        case .checkoutSession, .event: nil
+        case .checkoutSession, .event, .billingMeter: nil
         }
     }
 }

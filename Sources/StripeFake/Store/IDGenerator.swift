@@ -30,6 +30,7 @@ final class IDGenerator: Sendable {
         switch kind {
         case .customer, .product: make(kind.idPrefix, length: 14, using: &generator)
         case .checkoutSession: make("cs_test_a1", length: 56, using: &generator)
+        case .billingMeter: make("mtr_test_61", length: 30, using: &generator)
         default: make(kind.idPrefix + "1", length: 23, using: &generator)
         }
     }

@@ -8,6 +8,7 @@ public enum ObjectKind: String, Sendable, Hashable, CaseIterable {
     case product
     case checkoutSession = "checkout.session"
     case event
+    case billingMeter = "billing.meter"
 
     /// The id prefix Stripe uses (test mode), e.g. `cus_`.
     var idPrefix: String {
@@ -20,6 +21,7 @@ public enum ObjectKind: String, Sendable, Hashable, CaseIterable {
         case .product: "prod_"
         case .checkoutSession: "cs_test_"
         case .event: "evt_"
+        case .billingMeter: "mtr_test_"
         }
     }
 
@@ -43,6 +45,7 @@ public enum ObjectKind: String, Sendable, Hashable, CaseIterable {
         case .product: "/v1/products"
         case .checkoutSession: "/v1/checkout/sessions"
         case .event: "/v1/events"
+        case .billingMeter: "/v1/billing/meters"
         }
     }
 

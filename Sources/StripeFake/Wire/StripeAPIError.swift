@@ -137,6 +137,14 @@ extension StripeAPIError {
         )
     }
 
+    /// A meter event whose identifier Stripe already holds: refused, and not to be retried. Stripe's
+    /// v1 answer names no `code` (the v2 API's is `duplicate_meter_event`).
+    static func duplicateMeterEvent(_ identifier: String) -> StripeAPIError {
+        var error = invalidRequest("An event already exists with identifier \(identifier).")
+        error.headers[.stripeShouldRetry] = "false"
+        return error
+    }
+
     /// A key as Stripe shows it in errors: the `sk_test_` prefix, stars, the last four characters.
     static func maskedKey(_ key: String) -> String {
         let parts = key.split(separator: "_", maxSplits: 2, omittingEmptySubsequences: false)
