@@ -17,10 +17,11 @@ import Hummingbird
 public struct UsageController: Sendable {
     static let maximumBodySize = 1 << 20
     static let maximumBatch = 1000
-    /// How old a usage record may be: Stripe's own window for meter events.
-    static let lateWindow: Int64 = 35 * 86_400
-    /// How far ahead of billingd's clock a record may be (clock skew).
-    static let futureWindow: Int64 = 300
+    /// How old a usage record may be: Stripe's own window for meter events, so that every record
+    /// can still be reported.
+    static let lateWindow = MeterEventPolicy.pastWindow
+    /// How far ahead of billingd's clock a record may be (clock skew), as Stripe allows.
+    static let futureWindow = MeterEventPolicy.futureWindow
     static let maximumQuantity: Int64 = 1_000_000_000_000
     static let maximumKeyBytes = 255
 
