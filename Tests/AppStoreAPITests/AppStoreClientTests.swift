@@ -171,7 +171,7 @@ struct AppStoreSigningKeyTests {
         let key = P256.Signing.PrivateKey()
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_\(UUID().uuidString).p8").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        FileManager.default.createFile(atPath: path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o644])
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o644]))
         let error = #expect(throws: AppStoreSigningKey.LoadError.self) { try AppStoreSigningKey.load(path: path) }
         #expect(error?.message.contains("chmod 600 \(path)") == true)
         #expect(error?.message.contains(key.pemRepresentation) == false)

@@ -272,7 +272,7 @@ struct AppStoreCommandTests {
     private func environment(_ apple: FakeAppleHarness) throws -> [String: String] {
         let directory = apple.ledger.directory
         let keyPath = directory.appendingPathComponent("SubscriptionKey_\(FakeAppleHarness.keyID).p8").path
-        FileManager.default.createFile(atPath: keyPath, contents: Data(apple.key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        #expect(FileManager.default.createFile(atPath: keyPath, contents: Data(apple.key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         let rootPath = directory.appendingPathComponent("fake-root.der").path
         try Data(apple.fake.pki.rootDER).write(to: URL(fileURLWithPath: rootPath))
         return [
