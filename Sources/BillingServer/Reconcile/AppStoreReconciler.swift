@@ -48,6 +48,13 @@ public struct AppStoreReconciler: Sendable {
     public static func mode(_ environment: AppStoreEnvironment) -> String { "appstore:\(environment.rawValue)" }
     /// Apple keeps notification history for 180 days; the walk never asks for more.
     static let historyWindow: Int64 = 180 * 86_400
+    /// How far inside Apple's 180 days a walk with no cursor (or a cursor that old) starts. Every
+    /// request of a walk, each page included, must have a startDate within 180 days of Apple's now
+    /// (4000012 otherwise), and a walk keeps its first startDate: from the very edge (a minute inside)
+    /// a walk was refused after a minute, so a first fill longer than that (1,200 pages at 20
+    /// requests/s, some 6,000 subscriptions) failed, and failed again on every retry. A day's margin
+    /// lets a walk take a day (1.7 million pages at 20 requests/s), for the oldest day of history.
+    static let historyMargin: Int64 = 86_400
     /// A cursor older than this is close to losing notifications for good.
     static let staleCursor: Int64 = 150 * 86_400
     /// Notifications signed this long before the cursor are listed again: one can appear in the
@@ -141,7 +148,7 @@ public struct AppStoreReconciler: Sendable {
     ) async throws {
         let runs = ReconcileRuns(database: database)
         let started = now()
-        let earliest = started - Self.historyWindow + 60
+        let earliest = started - Self.historyWindow + Self.historyMargin
         let cursor = try await runs.eventCursor(account: inboxAccount, livemode: environment.isLive)
         var from = options.since ?? cursor.map { $0.created - Self.cursorOverlap } ?? earliest
         if let cursor, started - cursor.walkedAt > Self.staleCursor {
@@ -151,7 +158,7 @@ public struct AppStoreReconciler: Sendable {
         }
         if from < earliest {
             if options.since != nil || cursor != nil {
-                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's 180-day history and were not walked"
+                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's 180-day history (less a day, so that a long walk's pages stay inside it) and were not walked"
                 report.notifications.warning = [report.notifications.warning, note].compactMap { $0 }.joined(separator: "; ")
             }
             from = earliest
