@@ -24,7 +24,14 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
             5 minutes, as in Apple's sandbox. Each change is POSTed to --notification-url as a Server \
             Notification V2.
 
-            The first line on standard output is the bound URL: "listening on http://127.0.0.1:PORT".
+            The first line on standard output is the bound URL: "listening on http://127.0.0.1:PORT". \
+            On SIGTERM or SIGINT the fake stops and writes a last line, "served N requests": those whose \
+            token it accepted, retries included.
+
+            --seed-date seeds as of a past time, then lives the time since (renewals, expiries, their \
+            notifications, recorded but not sent without --notification-url). The same --seed, \
+            --seed-renewals and --seed-date give the same store, so a fake restarted later, say under \
+            faketime a day on, is the first one a day older (scripts/bench-appstore-reconcile does this).
             """)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
@@ -40,6 +47,8 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
     @Option(help: "Original transactions to seed, each with a few renewals and its notification history.")
     var seed = 0
     @Option(help: "Renewals per seeded subscription.") var seedRenewals = 3
+    @Option(help: "Seed as of this time (Unix seconds, not after now) instead of now, then catch up to now.")
+    var seedDate: Int64?
     @Option(help: "Write the signing root certificate (DER) here, for APPSTORE_ROOT_CERTIFICATES.")
     var rootCertificateOut: String?
     @Option(help: "Keep the signing PKI in this file (made on first use), so the root stays the same across runs.")
@@ -52,6 +61,9 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
     func validate() throws {
         guard (publicKey == nil) != (privateKey == nil) else {
             throw ValidationError("Give exactly one of --public-key and --private-key.")
+        }
+        if let seedDate, seedDate * 1000 > Int64(Date().timeIntervalSince1970 * 1000) {
+            throw ValidationError("--seed-date \(seedDate) is in the future; seed as of now or earlier.")
         }
         guard environment == "Sandbox" || environment == "Production" else {
             throw ValidationError("--environment is Sandbox or Production, not \(environment).")
@@ -73,7 +85,7 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
         }
         if seed > 0 {
             let started = ContinuousClock.now
-            let summary = await fake.seed(subscriptions: seed, renewals: seedRenewals)
+            let summary = await fake.seed(subscriptions: seed, renewals: seedRenewals, at: seedDate.map { $0 * 1000 })
             logger.info(
                 "seeded",
                 metadata: [
@@ -84,6 +96,7 @@ struct AppStoreFakeCommand: AsyncParsableCommand {
         // Unbuffered, so that a script reading the pipe sees the line at once.
         FileHandle.standardOutput.write(Data("listening on \(fake.baseURL)\n".utf8))
         try await fake.waitUntilStopped()
+        FileHandle.standardOutput.write(Data("served \(await fake.acceptedTokenCount) requests\n".utf8))
     }
 
     /// The PKI kept in `--pki`, made and written there on first use; nil without the option.

@@ -94,6 +94,17 @@ struct AppStoreReconcilerTests {
         #expect(held?.owner == "user_42")
     }
 
+    @Test("A first walk starts a day inside Apple's window (30 days in the Sandbox), so that its later pages are not refused as too far in the past")
+    func firstWalkKeepsAMargin() async throws {
+        let fixture = try AppleClientFixture(answers: [answer(200, Self.emptyHistory)])
+        let ledger = try Ledger()
+        let report = try await reconciler(fixture, ledger).run(AppStoreReconciler.Options())
+        let body = try JSONSerialization.jsonObject(with: Data(fixture.transport.requests[0].body)) as? [String: Any]
+        #expect((body?["startDate"] as? NSNumber)?.int64Value == Int64(1_790_000_000 - 29 * 86_400) * 1000)
+        #expect(report.notifications.from == 1_790_000_000 - 29 * 86_400)
+        #expect(report.notifications.warning == nil)
+    }
+
     @Test("A run while another holds the lease does nothing and says who holds it")
     func leaseShared() async throws {
         let fixture = try AppleClientFixture(answers: [])

@@ -106,4 +106,35 @@ struct FaultAndSeedTests {
             }
         }
     }
+
+    @Test("seeding as of a past date, then catching up, gives the store a fake seeded then would have now")
+    func seedingAsOfAPastDate() async throws {
+        let days: Int64 = 3
+        var lived: (summary: AppStoreFake.SeedSummary, history: [AppStoreFake.Notification], ids: [[String]])?
+        // Seeded now and left to live three days; then seeded three days late as of the same time.
+        for late in [false, true] {
+            try await withFake(environment: .production, configure: {
+                $0.clock = .init(fixedAt: startOfTest + (late ? days * 86_400_000 : 0))
+            }) { fake, _ in
+                let summary = await fake.seed(subscriptions: 300, renewals: 3, at: startOfTest)
+                if !late { await fake.advance(by: days * 86_400_000) }
+                let history = await fake.notificationHistory
+                var ids: [[String]] = []
+                for original in summary.originalTransactionIDs { ids.append(await fake.transactionIDs(originalTransactionID: original)) }
+                guard let lived else {
+                    lived = (summary, history, ids)
+                    return
+                }
+                #expect(summary == lived.summary)
+                #expect(ids == lived.ids)
+                #expect(history.map(\.notificationUUID) == lived.history.map(\.notificationUUID))
+                #expect(history.map(\.signedDate) == lived.history.map(\.signedDate))
+                // The days since the seed date brought renewals, none of them sent (no notification URL).
+                let since = history.filter { $0.signedDate > startOfTest }
+                #expect(since.contains { $0.notificationType == "DID_RENEW" })
+                #expect(since.allSatisfy { $0.sendAttempts.isEmpty })
+                #expect(history.filter { $0.signedDate <= startOfTest }.allSatisfy { $0.sendAttempts.first?.result == .success })
+            }
+        }
+    }
 }

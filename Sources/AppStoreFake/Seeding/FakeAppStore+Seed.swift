@@ -13,27 +13,37 @@ extension AppStoreFake {
     /// bought `renewals` periods ago (plus part of one) and renewed since, with its notification
     /// history recorded as delivered when it happened, nothing sent now.
     ///
+    /// `date` (Unix milliseconds, not after the clock's now) seeds as of then instead of now; what
+    /// fell due since (renewals, expiries) then runs as it would have, with its notifications
+    /// queued for delivery. Two fakes seeded alike at the same `date` hold the same store however far
+    /// apart they start, which lets a benchmark restart the fake "a day later".
+    ///
     /// Subscriptions take the catalog's auto-renewable products in turn (a monthly one when there
     /// are none); about 10% turned auto-renew off in their first period (and so have expired), and about
     /// 5% have failed to renew in their last period (half of them in a grace period). Each belongs
     /// to an Apple account of its own, with an `appAccountToken`.
     @discardableResult
     public func seed(
-        subscriptions count: Int, renewals: Int = 3, oneTimePurchases: Int = 0, seed: UInt64 = 42
+        subscriptions count: Int, renewals: Int = 3, oneTimePurchases: Int = 0, seed: UInt64 = 42, at date: Int64? = nil
     ) async -> SeedSummary {
         await store.run { store in
-            store.seed(subscriptions: count, renewals: renewals, oneTimePurchases: oneTimePurchases, seed: seed)
+            let summary = store.seed(
+                subscriptions: count, renewals: renewals, oneTimePurchases: oneTimePurchases, seed: seed, at: date)
+            if date != nil { store.catchUp() }
+            return summary
         }
     }
 }
 
 extension FakeAppStore {
-    func seed(subscriptions count: Int, renewals: Int, oneTimePurchases: Int, seed: UInt64) -> AppStoreFake.SeedSummary {
-        catchUp()
+    func seed(
+        subscriptions count: Int, renewals: Int, oneTimePurchases: Int, seed: UInt64, at date: Int64? = nil
+    ) -> AppStoreFake.SeedSummary {
+        let now = min(date ?? clock.now, clock.now)
+        catchUp(until: now)
         var random = SplitMix64(seed: seed)
         var plans = products.values.filter { $0.period != nil }.sorted { $0.id < $1.id }
         if plans.isEmpty { plans = [.monthly("com.example.pro.monthly")] }
-        let now = clock.now
         let transactionsBefore = transactions.count
         let notificationsBefore = notifications.count
         isSeeding = true

@@ -172,22 +172,36 @@ extension FakeAppStore {
             offset = decoded.offset
         }
 
+        // The page alone, not every match in the window: a walk of N notifications costs N/20 pages,
+        // and scanning the whole window for each made a walk quadratic in the history's length.
         let first = notifications.partitioningIndex { $0.signedDate >= start }
-        var matching: [Int] = []
-        var position = first
-        while position < notifications.count, notifications[position].signedDate < end {
-            let record = notifications[position]
-            if (request.notificationType.map { $0 == record.type } ?? true)
-                && (request.notificationSubtype.map { $0 == record.subtype } ?? true)
-                && (customer.map { $0 == record.customer } ?? true)
-                && (request.onlyFailures != true || !record.everDelivered)
-            {
-                matching.append(position)
+        let last = notifications.partitioningIndex { $0.signedDate >= end }
+        var page: [Int] = []
+        let hasMore: Bool
+        if request.notificationType == nil, request.notificationSubtype == nil, customer == nil, request.onlyFailures != true {
+            let from = min(first + offset, max(first, last))
+            page = Array(from..<min(from + Self.pageSize, max(from, last)))
+            hasMore = from + page.count < last
+        } else {
+            var skipped = 0
+            var more = false
+            for position in first..<max(first, last) {
+                guard (request.notificationType.map { $0 == notifications[position].type } ?? true)
+                    && (request.notificationSubtype.map { $0 == notifications[position].subtype } ?? true)
+                    && (customer.map { $0 == notifications[position].customer } ?? true)
+                    && (request.onlyFailures != true || !notifications[position].everDelivered)
+                else { continue }
+                if skipped < offset {
+                    skipped += 1
+                } else if page.count < Self.pageSize {
+                    page.append(position)
+                } else {
+                    more = true
+                    break
+                }
             }
-            position += 1
+            hasMore = more
         }
-        let page = matching.dropFirst(offset).prefix(Self.pageSize)
-        let hasMore = offset + page.count < matching.count
         return NotificationHistoryResponse(
             notificationHistory: page.map { position in
                 .init(

@@ -13,7 +13,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
         abstract: "Recover missed App Store notifications and repair stale subscriptions from the App Store Server API.",
         discussion: """
             For each environment with an API (Production and Sandbox among APPSTORE_ENVIRONMENTS), in turn:
-              1. walks Get Notification History from the stored cursor (an hour of overlap; 180 days at most in Production, 30 in the Sandbox — Apple keeps no more) and stores every notification the inbox lacks, then applies it like a delivery; one that arrives later is a duplicate. Warns when the cursor is older than 150 days (25 in the Sandbox).
+              1. walks Get Notification History from the stored cursor (an hour of overlap; as far back as Apple keeps it, less a day a long walk needs in hand: 179 days in Production, 29 in the Sandbox) and stores every notification the inbox lacks, then applies it like a delivery; one that arrives later is a duplicate. Warns when the cursor is older than 150 days (25 in the Sandbox).
               2. asks Get All Subscription Statuses about every subscription whose state may be stale: active by the last signed data but past its expiry date, in billing retry or grace period, reported by the app with no notification since, or with a delivery that failed to apply; repairs through the same signedDate guard as notifications.
               3. reports drift by kind (missing, status differs, expiry differs) with examples.
 

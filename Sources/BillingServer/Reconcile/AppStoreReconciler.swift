@@ -49,6 +49,13 @@ public struct AppStoreReconciler: Sendable {
     /// How far back Apple keeps notification history: 180 days in Production, 30 in the
     /// Sandbox. The walk never asks for more (Apple answers 4000012 to an earlier start).
     static func historyDays(_ environment: AppStoreEnvironment) -> Int64 { environment.isLive ? 180 : 30 }
+    /// How far inside Apple's window a walk with no cursor (or a cursor that old) starts. Every
+    /// request of a walk, each page included, must have a startDate within the window of Apple's
+    /// now (4000012 otherwise), and a walk keeps its first startDate: from the very edge (a minute
+    /// inside) a walk was refused after a minute, so a first fill longer than that (1,200 pages at
+    /// 20 requests/s, some 6,000 subscriptions) failed, and failed again on every retry. A day's
+    /// margin lets a walk take a day (1.7 million pages at 20 requests/s), for the oldest day.
+    static let historyMargin: Int64 = 86_400
     /// A cursor this many days old is close to losing notifications for good: 150 in
     /// Production, 25 in the Sandbox.
     static func staleCursorDays(_ environment: AppStoreEnvironment) -> Int64 { historyDays(environment) * 5 / 6 }
@@ -144,8 +151,7 @@ public struct AppStoreReconciler: Sendable {
         let runs = ReconcileRuns(database: database)
         let started = now()
         let window = Self.historyDays(environment)
-        // A minute inside the window, for the clocks of billingd and Apple to differ.
-        let earliest = started - window * 86_400 + 60
+        let earliest = started - window * 86_400 + Self.historyMargin
         let cursor = try await runs.eventCursor(account: inboxAccount, livemode: environment.isLive)
         var from = options.since ?? cursor.map { $0.created - Self.cursorOverlap } ?? earliest
         if let cursor, started - cursor.walkedAt > Self.staleCursorDays(environment) * 86_400 {
@@ -155,7 +161,7 @@ public struct AppStoreReconciler: Sendable {
         }
         if from < earliest {
             if options.since != nil || cursor != nil {
-                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's \(window)-day \(environment.rawValue) history and were not walked"
+                let note = "notifications before \(UTCTimestamp.string(earliest)) are past Apple's \(window)-day \(environment.rawValue) history (less a day, so that a long walk's pages stay inside it) and were not walked"
                 report.notifications.warning = [report.notifications.warning, note].compactMap { $0 }.joined(separator: "; ")
             }
             from = earliest
