@@ -20,9 +20,7 @@ func billingd(_ arguments: [String], environment: [String: String]) async throws
     let process = Process()
     process.executableURL = URL(fileURLWithPath: billingdBinaryPath)
     process.arguments = arguments
-    var inherited = ProcessInfo.processInfo.environment.filter { key, _ in !["STRIPE_", "BILLINGD_", "APPSTORE_"].contains { key.hasPrefix($0) } }
-    for (key, value) in environment { inherited[key] = value }
-    process.environment = inherited
+    process.environment = billingdEnvironment(environment)
     process.standardOutput = try FileHandle(forWritingTo: out)
     process.standardError = try FileHandle(forWritingTo: err)
     // Wait without blocking a thread of the cooperative pool, which the fake's handlers need.
@@ -36,4 +34,11 @@ func billingd(_ arguments: [String], environment: [String: String]) async throws
         }
     }
     return (status, try String(contentsOf: out, encoding: .utf8), try String(contentsOf: err, encoding: .utf8))
+}
+
+/// This process's environment without billingd's settings (STRIPE_, BILLINGD_, APPSTORE_), plus `settings`.
+func billingdEnvironment(_ settings: [String: String]) -> [String: String] {
+    var inherited = ProcessInfo.processInfo.environment.filter { key, _ in !["STRIPE_", "BILLINGD_", "APPSTORE_"].contains { key.hasPrefix($0) } }
+    for (key, value) in settings { inherited[key] = value }
+    return inherited
 }

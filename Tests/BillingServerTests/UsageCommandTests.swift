@@ -166,9 +166,7 @@ func startBillingd(_ arguments: [String], environment: [String: String]) throws 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: billingdBinaryPath)
     process.arguments = arguments
-    var inherited = ProcessInfo.processInfo.environment.filter { key, _ in !["STRIPE_", "BILLINGD_", "APPSTORE_"].contains { key.hasPrefix($0) } }
-    for (key, value) in environment { inherited[key] = value }
-    process.environment = inherited
+    process.environment = billingdEnvironment(environment)
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     try process.run()

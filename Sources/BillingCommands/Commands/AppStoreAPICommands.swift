@@ -99,9 +99,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
     }
 
     static func encode(_ reports: [AppStoreReconcileReport]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(reports)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        Output.json(encoding: reports, fallback: "[]")
     }
 }
 

@@ -143,8 +143,6 @@ struct Reconcile: AsyncParsableCommand {
     }
 
     static func encode(_ report: ReconcileReport) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        Output.json(encoding: report)
     }
 }

@@ -79,9 +79,7 @@ struct UsageReportCommand: AsyncParsableCommand {
     }
 
     static func encode(_ summary: UsageReportSummary) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(summary)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        Output.json(encoding: summary)
     }
 }
 

@@ -17,6 +17,13 @@ enum Output {
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// Pretty, key-sorted JSON of an `Encodable` report; `fallback` if it cannot be encoded.
+    static func json(encoding value: some Encodable, fallback: String = "{}") -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? fallback
+    }
+
     private static func unwrap(_ value: Any) -> Any {
         switch value {
         case let json as LedgerJSON: return json.value
