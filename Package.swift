@@ -183,12 +183,16 @@ let package = Package(
         ),
         .testTarget(
             name: "BillingStoreTests",
-            dependencies: ["BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CSV", package: "CSV.swift")],
+            dependencies: [
+                "BillingTestSupport","BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CSV", package: "CSV.swift")],
             swiftSettings: swiftSettings
         ),
+        // Test-only support shared by test targets (no product depends on it).
+        .target(name: "BillingTestSupport", path: "Tests/BillingTestSupport", swiftSettings: swiftSettings),
         .testTarget(
             name: "BillingServerTests",
             dependencies: [
+                "BillingTestSupport",
                 "BillingCore",
                 "BillingStore",
                 "BillingServer",

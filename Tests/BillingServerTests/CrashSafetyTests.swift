@@ -1,4 +1,5 @@
 import BillingCore
+import BillingTestSupport
 import BillingStore
 import Foundation
 import Synchronization
@@ -9,7 +10,7 @@ import NIOHTTP1
 
 /// Runs the real `billingd serve` binary as a child process, the way an operator does.
 struct DaemonProcess {
-    let process: Process
+    let process: ChildProcess
     let port: Int
     let databasePath: String
 
@@ -26,20 +27,12 @@ struct DaemonProcess {
         }
         for _ in 0..<5 {
             let port = Int.random(in: 20_000..<60_000)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binaryPath)
-            process.arguments = arguments
-            var environment = ProcessInfo.processInfo.environment
-            environment["BILLINGD_DATABASE"] = databasePath
-            environment["BILLINGD_PORT"] = String(port)
-            environment["BILLINGD_HOST"] = "127.0.0.1"
-            environment["STRIPE_WEBHOOK_SECRET"] = testSecret
-            environment["BILLINGD_LOG_LEVEL"] = "warning"
-            for (key, value) in extraEnvironment { environment[key] = value }
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            var settings = [
+                "BILLINGD_DATABASE": databasePath, "BILLINGD_PORT": String(port), "BILLINGD_HOST": "127.0.0.1",
+                "STRIPE_WEBHOOK_SECRET": testSecret, "BILLINGD_LOG_LEVEL": "warning",
+            ]
+            for (key, value) in extraEnvironment { settings[key] = value }
+            let process = try ChildProcess.start(binaryPath, arguments, environment: ChildProcess.environment(clearingBillingdSettings: false, settings))
             let daemon = DaemonProcess(process: process, port: port, databasePath: databasePath)
             if try await daemon.waitUntilHealthy() { return daemon }
             daemon.kill()
@@ -58,9 +51,11 @@ struct DaemonProcess {
         return false
     }
 
-    func kill(signal: Int32 = SIGKILL) {
-        if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
-        process.waitUntilExit()
+    /// Sends `signal` and waits for the end.
+    @discardableResult
+    func kill(signal: Int32 = SIGKILL) -> ChildProcess.Termination {
+        process.signal(signal)
+        return process.waitBlocking()
     }
 }
 
@@ -147,29 +142,18 @@ struct CrashSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try await DaemonProcess.start(databasePath: directory.appendingPathComponent("l.sqlite3").path)
         #expect(try await HTTP.deliver(eventBody(id: "evt_term"), port: daemon.port) == 200)
-        daemon.kill(signal: SIGTERM)
-        #expect(daemon.process.terminationStatus == 0)
-        #expect(daemon.process.terminationReason == .exit)
+        #expect(daemon.kill(signal: SIGTERM) == .exit(0))
     }
 
     @Test("serve without a webhook secret refuses to start and says what to set")
-    func missingSecret() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: DaemonProcess.binaryPath)
-        process.arguments = ["serve"]
+    func missingSecret() async throws {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "STRIPE_WEBHOOK_SECRET")
         environment["BILLINGD_DATABASE"] = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-nosecret-\(UUID()).sqlite3").path
-        process.environment = environment
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus != 0)
-        #expect(output.contains("STRIPE_WEBHOOK_SECRET is not set"))
-        #expect(output.contains("--local"))
+        let result = try await ChildProcess.run(DaemonProcess.binaryPath, ["serve"], environment: environment)
+        #expect(result.termination != .exit(0))
+        #expect(result.stderr.contains("STRIPE_WEBHOOK_SECRET is not set"))
+        #expect(result.stderr.contains("--local"))
     }
 }
 

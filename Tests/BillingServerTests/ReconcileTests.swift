@@ -1,3 +1,4 @@
+import BillingTestSupport
 import BillingCommands
 import BillingCore
 import BillingServer
@@ -295,26 +296,22 @@ struct ReconcileCommandTests {
     }
 
     func billingd(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: DaemonProcess.binaryPath)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["BILLINGD_DATABASE"] = database
-        environment["STRIPE_API_KEY"] = apiKey
-        environment["STRIPE_API_BASE"] = fake.baseURL
-        environment["STRIPE_RATE_LIMIT"] = "1000"
-        environment["STRIPE_MAX_RETRIES"] = "1"
-        environment["BILLINGD_LOG_LEVEL"] = "trace"
-        process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        let environment = ChildProcess.environment(
+            clearingBillingdSettings: false,
+            [
+                "BILLINGD_DATABASE": database, "STRIPE_API_KEY": apiKey, "STRIPE_API_BASE": fake.baseURL, "STRIPE_RATE_LIMIT": "1000",
+                "STRIPE_MAX_RETRIES": "1", "BILLINGD_LOG_LEVEL": "trace",
+            ])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-reconcile-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let out = directory.appendingPathComponent("stdout").path
+        let err = directory.appendingPathComponent("stderr").path
+        let process = try ChildProcess.start(DaemonProcess.binaryPath, arguments, environment: environment, standardOutput: out, standardError: err)
+        let termination = process.waitBlocking()
+        return Result(
+            status: termination.status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
 
     @Test("Exit 0 with a JSON report when the run completes, drift or not; 75 while another run holds the lease")

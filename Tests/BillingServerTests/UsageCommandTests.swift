@@ -1,4 +1,5 @@
 import BillingCore
+import BillingTestSupport
 import BillingServer
 import BillingStore
 import Foundation
@@ -74,9 +75,8 @@ struct UsageCommandTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(await bed.fake.meterEvents().count == 1, "Stripe counted the event")
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal)
+        process.signal(SIGKILL)
+        #expect(await process.wait() == .signal(SIGKILL))
 
         let orphan = try await bed.row(seq)
         #expect(orphan.state == "pending", "the answer was never recorded")
@@ -162,13 +162,6 @@ struct UsageCommandTests {
 }
 
 /// Starts the built `billingd` without waiting for it, with the same clean environment as ``billingd(_:environment:)``.
-func startBillingd(_ arguments: [String], environment: [String: String]) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: billingdBinaryPath)
-    process.arguments = arguments
-    process.environment = billingdEnvironment(environment)
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return process
+func startBillingd(_ arguments: [String], environment: [String: String]) throws -> ChildProcess {
+    try ChildProcess.start(billingdBinaryPath, arguments, environment: billingdEnvironment(environment))
 }

@@ -1,5 +1,6 @@
 import BillingCore
 import BillingStore
+import BillingTestSupport
 import Foundation
 import Testing
 
@@ -12,33 +13,26 @@ struct ExportProcess {
         return root.appendingPathComponent(".build/debug/billingd").path
     }
 
-    let process: Process
+    let process: ChildProcess
     let standardError: URL
 
     static func start(database: String, arguments: [String], directory: URL) throws -> ExportProcess {
         guard FileManager.default.isExecutableFile(atPath: binaryPath) else {
             throw ExportProcessError("billingd binary not found at \(binaryPath): run `swift build` before `swift test` (scripts/test does)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binaryPath)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["BILLINGD_DATABASE"] = database
-        environment["BILLINGD_LOG_LEVEL"] = "warning"
-        process.environment = environment
         let standardError = directory.appendingPathComponent("stderr-\(UUID().uuidString).txt")
-        _ = FileManager.default.createFile(atPath: standardError.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: standardError)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess.start(
+            binaryPath, arguments,
+            environment: ChildProcess.environment(clearingBillingdSettings: false, ["BILLINGD_DATABASE": database, "BILLINGD_LOG_LEVEL": "warning"]),
+            standardError: standardError.path)
         return ExportProcess(process: process, standardError: standardError)
     }
 
     /// Runs to the end; the exit status and what it wrote on standard error.
     static func run(database: String, arguments: [String], directory: URL) throws -> (status: Int32, errors: String) {
         let running = try start(database: database, arguments: arguments, directory: directory)
-        running.process.waitUntilExit()
-        return (running.process.terminationStatus, running.errors)
+        let termination = running.process.waitBlocking()
+        return (termination.status, running.errors)
     }
 
     var errors: String { (try? String(contentsOf: standardError, encoding: .utf8)) ?? "" }
@@ -58,7 +52,7 @@ struct ExportProcessTests {
     }
 
     /// Waits until an export's temporary file holds at least `bytes`, i.e. the export is mid-write.
-    func waitForPartialWrite(in directory: URL, bytes: Int, process: Process) async throws {
+    func waitForPartialWrite(in directory: URL, bytes: Int, process: ChildProcess) async throws {
         for _ in 0..<1200 {
             if let file = try temporaryFiles(directory).first,
                 let size = try file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes
@@ -158,9 +152,8 @@ struct ExportProcessTests {
         let export = try ExportProcess.start(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
         try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
         try await Task.sleep(for: .milliseconds(Int.random(in: 0...150)))
-        kill(export.process.processIdentifier, SIGKILL)
-        export.process.waitUntilExit()
-        #expect(export.process.terminationReason == .uncaughtSignal)
+        export.process.signal(SIGKILL)
+        #expect(export.process.waitBlocking() == .signal(SIGKILL))
 
         if let previous {
             #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == previous, "the previous export is untouched")
@@ -188,9 +181,8 @@ struct ExportProcessTests {
         let export = try ExportProcess.start(
             database: ledger.path("ledger.sqlite3"), arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
         try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
-        kill(export.process.processIdentifier, signal)
-        export.process.waitUntilExit()
-        #expect(export.process.terminationStatus == 128 + signal)
+        export.process.signal(signal)
+        #expect(export.process.waitBlocking() == .exit(128 + signal), "billingd ends an interrupted export with 128 + the signal")
         #expect(export.errors.contains("interrupted"))
         #expect(!FileManager.default.fileExists(atPath: output))
         #expect(try temporaryFiles(ledger.directory).isEmpty)
