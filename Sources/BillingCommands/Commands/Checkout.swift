@@ -125,7 +125,9 @@ struct BillingCommandSupport {
     init(global: GlobalOptions, label: String) throws {
         settings = try global.settings()
         logger = global.logger(label, level: settings.logLevel)
-        let client = try StripeClients.make(settings, logger: logger)
+        let client = try StripeClients.make(
+            settings, logger: logger,
+            purpose: "calls Stripe to create Checkout and portal sessions: a restricted key (rk_…) needs write access to customers, Checkout Sessions and customer portal sessions")
         var catalog = PlanCatalog.freeOnly
         if let path = settings.plansPath {
             do {

@@ -181,7 +181,9 @@ struct Export: AsyncParsableCommand {
         /// `--reconcile-first`: missed events, then the range's invoices, compared and repaired.
         func reconcile(_ request: InvoiceExportRequest, settings: Settings, database: LedgerDatabase) async throws {
             let logger = global.logger("billingd.reconcile", level: settings.logLevel)
-            let client = try StripeClients.make(settings, logger: logger)
+            let client = try StripeClients.make(
+                settings, logger: logger,
+                purpose: "reconciles with Stripe before exporting (--reconcile-first): a restricted key (rk_…) needs read access to events and invoices")
             let keyIsLive = settings.apiKeyIsLive ?? false
             guard keyIsLive == request.livemode else {
                 throw ValidationError(

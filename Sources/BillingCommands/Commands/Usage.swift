@@ -53,7 +53,8 @@ struct UsageReportCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.usage", level: settings.logLevel)
-        let client = try StripeClients.make(settings, logger: logger)
+        let client = try StripeClients.make(
+            settings, logger: logger, purpose: "sends usage to Stripe Billing Meters: a restricted key (rk_…) needs write access to billing meter events")
         let database = try global.openDatabase(settings)
         defer { try? database.close() }
         var options = UsageReporter.Options()

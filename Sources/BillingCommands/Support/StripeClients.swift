@@ -5,10 +5,13 @@ import StripeAPI
 
 /// The process's Stripe client, built from the settings.
 enum StripeClients {
-    /// Throws a ValidationError that says what to set when there is no API key.
-    static func make(_ settings: Settings, logger: Logger, observer: (any StripeClientObserver)? = nil) throws -> StripeClient {
+    /// Throws a ValidationError that says what to set, for what, when there is no API key.
+    /// - Parameter purpose: what the command does with the key and the access a restricted key
+    ///   needs, e.g. "creates Checkout and portal sessions: a restricted key (rk_…) needs write
+    ///   access to customers, Checkout Sessions and portal sessions".
+    static func make(_ settings: Settings, logger: Logger, purpose: String, observer: (any StripeClientObserver)? = nil) throws -> StripeClient {
         guard let client = client(settings, logger: logger, observer: observer) else {
-            throw ValidationError(ReconcileError.noAPIKey.description)
+            throw ValidationError("STRIPE_API_KEY is not set; this command \(purpose). Set it to a secret key (sk_…) or such a restricted key.")
         }
         return client
     }
