@@ -137,6 +137,18 @@ struct OperationsTests {
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600, "the copy holds customer e-mails")
     }
+
+    @Test("A backup into a directory that does not exist names the path and the cause, not SQLite's error 14 (issue 17 item 6)")
+    func backupIntoMissingDirectory() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let path = ledger.directory.appendingPathComponent("no/such/dir/backup.sqlite3").path
+        let error = await #expect(throws: LedgerDatabaseError.self) { try await ledger.database.backup(to: path, overwrite: false) }
+        let message = error?.description ?? ""
+        #expect(message.contains(path), "\(message)")
+        #expect(message.contains("does not exist"), "\(message)")
+        #expect(!message.contains("SQLite"), "\(message)")
+    }
 }
 
 extension EventEnvelope {

@@ -109,6 +109,8 @@ public enum LedgerDatabaseError: Error, CustomStringConvertible {
     case cannotOpen(path: String, reason: String)
     case backupTargetExists(String)
     case backupCorrupt(String)
+    /// The backup's directory is missing, not a directory, or not writable: `reason` says which.
+    case backupTargetUnwritable(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -120,6 +122,8 @@ public enum LedgerDatabaseError: Error, CustomStringConvertible {
             "\(path) already exists: choose a new file name, or pass --force to replace it."
         case .backupCorrupt(let report):
             "The backup copy failed SQLite's integrity check (\(report)); nothing was written. Check the disk."
+        case .backupTargetUnwritable(let path, let reason):
+            "Cannot write the backup \(path): \(reason). Nothing was written."
         }
     }
 }
@@ -139,6 +143,18 @@ extension LedgerDatabase {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: path), !overwrite {
             throw LedgerDatabaseError.backupTargetExists(path)
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard fileManager.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw LedgerDatabaseError.backupTargetUnwritable(path: path, reason: "the directory \(directory) does not exist; create it first")
+        }
+        guard isDirectory.boolValue else {
+            throw LedgerDatabaseError.backupTargetUnwritable(path: path, reason: "\(directory) is not a directory")
+        }
+        guard fileManager.isWritableFile(atPath: directory) else {
+            throw LedgerDatabaseError.backupTargetUnwritable(
+                path: path, reason: "this user cannot write in \(directory); choose a directory it owns, or fix the permissions")
         }
         let temporary = path + ".partial-\(ProcessInfo.processInfo.processIdentifier)"
         try? fileManager.removeItem(atPath: temporary)
