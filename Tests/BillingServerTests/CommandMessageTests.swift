@@ -1,3 +1,4 @@
+import BillingTestSupport
 import Foundation
 import Testing
 
@@ -21,5 +22,57 @@ struct CommandMessageTests {
         #expect(result.stderr.contains("STRIPE_API_KEY is not set"), "\(result.stderr)")
         #expect(result.stderr.contains(access), "\(result.stderr)")
         #expect(!result.stderr.contains("reconcile"), "\(result.stderr)")
+    }
+
+    /// Starts `billingd serve --local` and returns its standard error once `marker` is in it (or it ended).
+    private func serveUntil(_ marker: String, settings: [String: String], in directory: URL) async throws -> String {
+        let errors = directory.appendingPathComponent("stderr").path
+        var settings = settings
+        settings["BILLINGD_DATABASE"] = directory.appendingPathComponent("l.sqlite3").path
+        settings["BILLINGD_PORT"] = String(Int.random(in: 20_000..<60_000))
+        let serve = try ChildProcess.start(billingdBinaryPath, ["serve", "--local"], environment: billingdEnvironment(settings), standardError: errors)
+        defer {
+            serve.signal(SIGTERM)
+            serve.waitBlocking()
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        var text = ""
+        while ContinuousClock.now < deadline {
+            text = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            if text.contains(marker) || !serve.isRunning { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return (try? String(contentsOfFile: errors, encoding: .utf8)) ?? text
+    }
+
+    @Test("The start-up line says what is on: service API, plan catalog, Stripe, App Store, schedules, database (issue 17 item 9)")
+    func startupLine() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-startup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/plans/usage.yaml").path
+        let text = try await serveUntil(
+            "billingd listening", settings: ["BILLINGD_API_TOKENS": "tok_0123456789abcdef0", "BILLINGD_PLANS": plans], in: directory)
+        let line = try #require(text.split(separator: "\n").first { $0.contains("billingd listening") }, "\(text)")
+        #expect(line.contains(#"service_api="on, 1 token(s)""#), "\(line)")
+        #expect(line.contains("(3 tiers, 3 meters)"), "\(line)")
+        #expect(line.contains(#"stripe_api="off (no STRIPE_API_KEY)""#), "\(line)")
+        #expect(line.contains(#"app_store="on (Production,Sandbox)""#), "\(line)")
+        #expect(line.contains("reconcile="), "\(line)")
+        #expect(line.contains("database=\(directory.appendingPathComponent("l.sqlite3").standardizedFileURL.path)"), "\(line)")
+    }
+
+    @Test("A plan catalog error is the first thing serve says, before the local mode banner (issue 17 item 6)")
+    func catalogErrorFirst() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-badplans-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let plans = directory.appendingPathComponent("plans.yaml").path
+        try "tiers:\n  - {id: free, name: Free, rank: 0, limts: {}}\n".write(toFile: plans, atomically: true, encoding: .utf8)
+        let text = try await serveUntil("never printed", settings: ["BILLINGD_PLANS": plans], in: directory)
+        #expect(text.contains("BILLINGD_PLANS"), "\(text)")
+        #expect(text.contains("limts"), "\(text)")
+        #expect(!text.contains("LOCAL MODE"), "\(text)")
     }
 }

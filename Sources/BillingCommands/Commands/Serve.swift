@@ -31,6 +31,16 @@ struct Serve: AsyncParsableCommand {
         let logger = global.logger("billingd", level: settings.logLevel)
         let database = try global.openDatabase(settings)
 
+        // The catalog first: a catalog error must not print after the local mode banner.
+        var catalog: PlanCatalog?
+        if let plansPath = settings.plansPath {
+            do {
+                catalog = try PlanCatalogLoader.load(path: plansPath)
+            } catch {
+                throw ValidationError("BILLINGD_PLANS: \(error)")
+            }
+        }
+
         var secrets = settings.webhookSecrets
         let isLocal = secrets.isEmpty && local
         if secrets.isEmpty {
@@ -41,15 +51,6 @@ struct Serve: AsyncParsableCommand {
             secrets = [try await LocalMode.secret(in: database, creating: true)!]
             logger.warning(
                 "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
-        }
-
-        var catalog: PlanCatalog?
-        if let plansPath = settings.plansPath {
-            do {
-                catalog = try PlanCatalogLoader.load(path: plansPath)
-            } catch {
-                throw ValidationError("BILLINGD_PLANS: \(error)")
-            }
         }
 
         let metrics = BillingMetrics()
@@ -117,15 +118,13 @@ struct Serve: AsyncParsableCommand {
                 logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
             }
         }
+        let startup = Self.startupSummary(
+            settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
+            appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
         let application = BillingApplication.application(
             dependencies, host: settings.host, port: settings.port, logger: logger
-        ) { [secrets] _ in
-            logger.notice(
-                "billingd listening",
-                metadata: [
-                    "address": "http://\(settings.host):\(settings.port)", "database": "\(settings.databasePath)",
-                    "secrets": "\(secrets.count)",
-                ])
+        ) { _ in
+            logger.notice("billingd listening", metadata: startup.mapValues { .string($0) })
         }
         // Reverse start order on shutdown: the server stops taking deliveries first, then the
         // usage report stops sending (the calls in flight are recorded), then the scheduler stops
@@ -139,6 +138,33 @@ struct Serve: AsyncParsableCommand {
         try await group.run()
         try database.close()
         logger.notice("billingd stopped cleanly")
+    }
+
+    /// What the start-up line says is on: where it listens and stores, the service API, the plan
+    /// catalog, Stripe, the App Store, and what runs on a schedule.
+    static func startupSummary(
+        _ settings: Settings, secrets: Int, local: Bool, catalog: PlanCatalog?, stripe: Bool, appStore: Bool, appStoreAPI: [String]
+    ) -> [String: String] {
+        func every(_ interval: Duration?) -> String {
+            guard let seconds = interval?.components.seconds else { return "off" }
+            if seconds % 3600 == 0 { return "every \(seconds / 3600)h" }
+            return seconds % 60 == 0 ? "every \(seconds / 60)m" : "every \(seconds)s"
+        }
+        var summary = [
+            "address": "http://\(settings.host):\(settings.port)",
+            "database": URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path,
+            "webhook_secrets": local ? "local (generated)" : "\(secrets)",
+            "service_api": settings.apiTokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.apiTokens.count) token(s)",
+            "plans": catalog.map { "\(settings.plansPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
+            "stripe_api": stripe ? (settings.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
+            "app_store": appStore ? "on (\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
+            "app_store_api": appStoreAPI.isEmpty ? "off" : appStoreAPI.joined(separator: ","),
+        ]
+        let scheduled = stripe || !appStoreAPI.isEmpty
+        summary["reconcile"] = scheduled ? every(settings.reconcileInterval) : "off (no API credentials)"
+        summary["events_sweep"] = stripe ? every(settings.eventsSweepInterval) : "off"
+        summary["usage_report"] = stripe ? every(settings.usageReportInterval) : "off"
+        return summary
     }
 }
 
