@@ -74,5 +74,6 @@ struct CommandMessageTests {
         #expect(text.contains("BILLINGD_PLANS"), "\(text)")
         #expect(text.contains("limts"), "\(text)")
         #expect(!text.contains("LOCAL MODE"), "\(text)")
+        #expect(!text.contains("BILLINGD_PLANS: Plan catalog"), "the file is named once: \(text)")
     }
 }

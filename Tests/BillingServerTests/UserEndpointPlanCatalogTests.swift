@@ -160,6 +160,17 @@ struct UserEndpointPlanCatalogTests {
         }
     }
 
+    @Test("A missing relative path says where it was looked for: the working directory differs between a shell, systemd and cron (issue 17 item 6)")
+    func missingRelativeFile() {
+        let name = "no-such-plans-\(UUID().uuidString).yaml"
+        let directory = FileManager.default.currentDirectoryPath
+        let error = #expect(throws: PlanCatalogLoadError.self) { try PlanCatalogLoader.load(path: name) }
+        let message = error?.description ?? ""
+        #expect(message.contains("relative to the working directory \(directory)"), "\(message)")
+        #expect(message.contains(URL(fileURLWithPath: name).standardizedFileURL.path), "\(message)")
+        #expect(message.contains("absolute path"), "\(message)")
+    }
+
     @Test("Comments, flow style and anchors are plain YAML")
     func yamlFeatures() throws {
         let catalog = try PlanCatalogLoader.parse("""

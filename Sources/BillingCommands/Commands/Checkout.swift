@@ -133,7 +133,7 @@ struct BillingCommandSupport {
             do {
                 catalog = try PlanCatalogLoader.load(path: path)
             } catch {
-                throw ValidationError("BILLINGD_PLANS: \(error)")
+                throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
         database = try global.openDatabase(settings)

@@ -84,7 +84,7 @@ struct Reconcile: AsyncParsableCommand {
                 do {
                     catalog = try PlanCatalogLoader.load(path: path)
                 } catch {
-                    throw ValidationError("BILLINGD_PLANS: \(error)")
+                    throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
                 }
             }
             let reconciler = Reconciler(

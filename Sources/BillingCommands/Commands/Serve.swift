@@ -37,7 +37,7 @@ struct Serve: AsyncParsableCommand {
             do {
                 catalog = try PlanCatalogLoader.load(path: plansPath)
             } catch {
-                throw ValidationError("BILLINGD_PLANS: \(error)")
+                throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
 

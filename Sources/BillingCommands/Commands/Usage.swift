@@ -126,7 +126,7 @@ struct UsageShow: AsyncParsableCommand {
         do {
             catalog = try PlanCatalogLoader.load(path: path)
         } catch {
-            throw ValidationError("BILLINGD_PLANS: \(error)")
+            throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
         }
         let database = try global.openDatabase(settings)
         defer { try? database.close() }

@@ -13,7 +13,13 @@ public enum PlanCatalogLoader {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             let reason = FileManager.default.fileExists(atPath: path) ? "it cannot be read (check its permissions)" : "no such file"
-            throw PlanCatalogLoadError(path: path, line: nil, column: nil, message: "\(reason); BILLINGD_PLANS must name a readable YAML plan catalog")
+            // A relative path is resolved in the working directory, which differs between a
+            // shell, systemd and cron: say where it was looked for.
+            let resolved = path.hasPrefix("/")
+                ? "" : " (looked for \(URL(fileURLWithPath: path).standardizedFileURL.path), relative to the working directory \(FileManager.default.currentDirectoryPath))"
+            throw PlanCatalogLoadError(
+                path: path, line: nil, column: nil,
+                message: "\(reason)\(resolved); BILLINGD_PLANS must name a readable YAML plan catalog\(resolved.isEmpty ? "" : ", best by its absolute path")")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             throw PlanCatalogLoadError(path: path, line: nil, column: nil, message: "the file is not UTF-8 text")
