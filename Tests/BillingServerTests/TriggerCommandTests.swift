@@ -32,4 +32,17 @@ struct TriggerCommandTests {
         #expect(result.stderr.contains("no ledger at \(database)"), "\(result.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no billingd.sqlite3, -wal or -shm left behind")
     }
+
+    @Test("--set reaches nested fields with JSON values, and refuses a field the sample lacks (issue 17 item 1)")
+    func setNested() async throws {
+        let settings = ["STRIPE_WEBHOOK_SECRET": "whsec_0123456789abcdef"]
+        let nested = try await billingd(
+            ["trigger", "customer.created", "--set", "id=cus_888", "--set", "metadata.app_user_id=user_8", "--print"], environment: settings)
+        #expect(nested.status == 0, "\(nested.stderr)")
+        #expect(nested.stdout.contains(#""app_user_id":"user_8""#), "\(nested.stdout)")
+        #expect(!nested.stdout.contains("metadata.app_user_id"), "\(nested.stdout)")
+        let typo = try await billingd(["trigger", "customer.created", "--set", "custmer_id=cus_1", "--print"], environment: settings)
+        #expect(typo.status == 64)
+        #expect(typo.stderr.contains("data.object has no field 'custmer_id'"), "\(typo.stderr)")
+    }
 }

@@ -23,7 +23,11 @@ struct Trigger: AsyncParsableCommand {
     @Option(name: .long, help: "Where to post (default: http://BILLINGD_HOST:BILLINGD_PORT/webhooks/stripe).")
     var url: String?
 
-    @Option(name: .customLong("set"), help: ArgumentHelp("Set a top-level string field of data.object, e.g. --set customer=cus_123 (repeatable).", valueName: "field=value"))
+    @Option(
+        name: .customLong("set"),
+        help: ArgumentHelp(
+            "Set a field of data.object by its dotted path, e.g. --set customer=cus_123, --set metadata.app_user_id=user_8, --set items.data.0.quantity=3 (repeatable). A value that parses as JSON is JSON (3, true, {\"app_user_id\": \"u\"}); quote it to keep a string (--set 'name=\"true\"'). The path must exist in the sample; only metadata takes new keys.",
+            valueName: "path=value"))
     var fields: [String] = []
 
     @Option(name: .long, help: "The event id (default: a new random evt_… id).")
@@ -51,8 +55,12 @@ struct Trigger: AsyncParsableCommand {
                 "Stripe sends no event of type '\(eventType)'"
                     + (nearest.isEmpty ? "; use Stripe's names, e.g. invoice.paid or customer.subscription.updated." : ". Did you mean \(nearest.joined(separator: ", "))?"))
         }
-        for field in fields where !field.contains("=") {
-            throw ValidationError("--set takes field=value, e.g. --set customer=cus_123 (got '\(field)').")
+        for field in fields {
+            do {
+                _ = try SampleField(parsing: field)
+            } catch {
+                throw ValidationError(error.description)
+            }
         }
     }
 
@@ -78,16 +86,16 @@ struct Trigger: AsyncParsableCommand {
             secret = local
         }
 
-        var overrides: [String: String] = [:]
-        for field in fields {
-            let parts = field.split(separator: "=", maxSplits: 1)
-            overrides[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
-        }
         let now = Int64(Date().timeIntervalSince1970)
         let eventID = id ?? "evt_" + Self.randomSuffix()
-        let body = SampleEvent.body(
-            type: eventType, eventID: eventID, created: now, apiVersion: StripeAPIVersion.pinned,
-            livemode: live, account: account, objectOverrides: overrides)
+        let body: [UInt8]
+        do {
+            body = try SampleEvent.body(
+                type: eventType, eventID: eventID, created: now, apiVersion: StripeAPIVersion.pinned,
+                livemode: live, account: account, fields: try fields.map(SampleField.init(parsing:)))
+        } catch {
+            throw ValidationError(error.description)
+        }
         let signature = SignatureVerifier.header(body: body, secret: secret, timestamp: now)
         let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/stripe"
 

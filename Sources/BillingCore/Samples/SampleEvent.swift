@@ -29,6 +29,17 @@ public enum SampleEvent {
         type: String, eventID: String, created: Int64, apiVersion: String, livemode: Bool, account: String?,
         objectOverrides: [String: String] = [:]
     ) -> [UInt8] {
+        // No fields to place, so nothing can be refused.
+        (try? body(type: type, eventID: eventID, created: created, apiVersion: apiVersion, livemode: livemode, account: account, objectOverrides: objectOverrides, fields: []))
+            ?? Array("{}".utf8)
+    }
+
+    /// The same, with `--set` fields placed in the object after the overrides; refuses a field
+    /// whose path the sample does not have.
+    public static func body(
+        type: String, eventID: String, created: Int64, apiVersion: String, livemode: Bool, account: String?,
+        objectOverrides: [String: String] = [:], fields: [SampleField]
+    ) throws(SampleFieldError) -> [UInt8] {
         let resource = resource(forEventType: type)
         var object = sampleObject(resource)
         makeConsistent(&object, withEventType: type, created: created)
@@ -39,6 +50,9 @@ public enum SampleEvent {
         }
         for (key, value) in objectOverrides {
             object[key] = value
+        }
+        for field in fields {
+            try field.apply(to: &object)
         }
 
         var data: [String: Any] = ["object": object]
