@@ -47,4 +47,33 @@ struct SampleFieldTests {
         #expect(throws: SampleFieldError.self) { try SampleField(parsing: "customer") }
         #expect(throws: SampleFieldError.self) { try SampleField(parsing: "metadata..x=1") }
     }
+
+    @Test("With timesAtEvent every timestamp moves with the event: a subscription's period starts then, an invoice is created and paid then (issue 17 item 3)")
+    func timesAtEvent() throws {
+        let now: Int64 = 1_795_400_000
+        func object(_ type: String) throws -> [String: Any] {
+            let body = try SampleEvent.body(
+                type: type, eventID: "evt_1", created: now, apiVersion: StripeAPIVersion.pinned, livemode: false, account: nil, fields: [],
+                timesAtEvent: true)
+            return try #require(((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["data"] as? [String: Any])?["object"] as? [String: Any])
+        }
+        let subscription = try object("customer.subscription.created")
+        let item = try #require(((subscription["items"] as? [String: Any])?["data"] as? [[String: Any]])?.first)
+        #expect(subscription["created"] as? Int64 == now || subscription["created"] as? Int == Int(now))
+        let start = try #require(item["current_period_start"] as? Int)
+        let end = try #require(item["current_period_end"] as? Int)
+        #expect(start == Int(now))
+        #expect(end > Int(now) && end - start >= 28 * 86_400, "a month ahead, not in the sample's past")
+
+        let invoice = try object("invoice.paid")
+        #expect(invoice["created"] as? Int == Int(now))
+        let paid = try #require((invoice["status_transitions"] as? [String: Any])?["paid_at"] as? Int)
+        #expect(abs(paid - Int(now)) < 60)
+
+        // Without it, the sample keeps its own dates (tests rely on them).
+        let fixed = try SampleEvent.body(
+            type: "customer.subscription.created", eventID: "evt_2", created: now, apiVersion: StripeAPIVersion.pinned, livemode: false,
+            account: nil, fields: [])
+        #expect(String(decoding: fixed, as: UTF8.self).contains("1769940000"))
+    }
 }

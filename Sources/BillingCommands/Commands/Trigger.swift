@@ -92,7 +92,7 @@ struct Trigger: AsyncParsableCommand {
         do {
             body = try SampleEvent.body(
                 type: eventType, eventID: eventID, created: now, apiVersion: StripeAPIVersion.pinned,
-                livemode: live, account: account, fields: try fields.map(SampleField.init(parsing:)))
+                livemode: live, account: account, fields: try fields.map(SampleField.init(parsing:)), timesAtEvent: true)
         } catch {
             throw ValidationError(error.description)
         }

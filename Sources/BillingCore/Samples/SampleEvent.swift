@@ -36,12 +36,18 @@ public enum SampleEvent {
 
     /// The same, with `--set` fields placed in the object after the overrides; refuses a field
     /// whose path the sample does not have.
+    /// - Parameter timesAtEvent: move every timestamp of the sample by the same amount so that the
+    ///   object was created when the event was (`billingd trigger`): a subscription's period then
+    ///   starts now rather than on the sample's date, and an invoice is created and paid today.
     public static func body(
         type: String, eventID: String, created: Int64, apiVersion: String, livemode: Bool, account: String?,
-        objectOverrides: [String: String] = [:], fields: [SampleField]
+        objectOverrides: [String: String] = [:], fields: [SampleField], timesAtEvent: Bool = false
     ) throws(SampleFieldError) -> [UInt8] {
         let resource = resource(forEventType: type)
         var object = sampleObject(resource)
+        if timesAtEvent, let sampleCreated = object["created"] as? Int {
+            object = shiftingTimes(in: object, by: created - Int64(sampleCreated)) as? [String: Any] ?? object
+        }
         makeConsistent(&object, withEventType: type, created: created)
         object = settingLivemode(livemode, in: object) as? [String: Any] ?? object
         object["livemode"] = livemode
@@ -129,6 +135,28 @@ public enum SampleEvent {
     // MARK: - Status consistent with the event type
 
     private static let day: Int64 = 86_400
+
+    /// Every timestamp in `value` (a time-named field holding Unix seconds) moved by `delta`,
+    /// nested objects and lists included, so the sample stays consistent with itself.
+    static func shiftingTimes(in value: Any, by delta: Int64, key: String = "") -> Any {
+        if let dictionary = value as? [String: Any] {
+            return Dictionary(uniqueKeysWithValues: dictionary.map { ($0.key, shiftingTimes(in: $0.value, by: delta, key: $0.key)) })
+        }
+        if let array = value as? [Any] {
+            return array.map { shiftingTimes(in: $0, by: delta, key: key) }
+        }
+        guard isTimeField(key), let seconds = value as? Int, !(value is Bool), (1_000_000_000...4_000_000_000).contains(seconds) else {
+            return value
+        }
+        return Int64(seconds) + delta
+    }
+
+    /// Whether a field of Stripe's objects holds a time: `created`, `*_at`, `*_start`/`*_end`,
+    /// `*_date`, `start`/`end` of a period, `billing_cycle_anchor`, `next_payment_attempt`.
+    static func isTimeField(_ key: String) -> Bool {
+        ["created", "start", "end", "billing_cycle_anchor", "next_payment_attempt", "date"].contains(key)
+            || ["_at", "_start", "_end", "_date"].contains { key.hasSuffix($0) }
+    }
 
     private static func makeConsistent(_ object: inout [String: Any], withEventType type: String, created: Int64) {
         switch type {
