@@ -55,7 +55,7 @@ struct AppStoreReconcilerTests {
         let verified = try await fixture.client.verifier.verifyNotification(signedPayload)
         let notification = try AppStoreNotification(json: verified.payload, transaction: verified.transaction?.payload, renewalInfo: verified.renewalInfo?.payload)
         let late = InboxDelivery.appStore(notification, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: 1_790_000_100_000)
-        #expect(try await InboxStore(database: ledger.database).insert([late]) == [.duplicate])
+        #expect(try await InboxQueue(database: ledger.database).insert([late]) == [.duplicate])
 
         fixture.clock.withLock { $0 += 86_400 }
         let second = try await reconciler(fixture, ledger).run(options)

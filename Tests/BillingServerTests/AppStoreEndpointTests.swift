@@ -78,7 +78,7 @@ struct AppStoreWebhookTests {
             #expect(first.json["duplicate"] as? Bool == false)
             let again = try await client.execute(uri: "/webhooks/appstore", method: .post, body: ByteBuffer(bytes: body))
             #expect(again.json["duplicate"] as? Bool == true, "Apple's retry is a duplicate")
-            #expect(try await InboxStore(database: ledger.database).count() == 1)
+            #expect(try await InboxQueue(database: ledger.database).count() == 1)
             _ = try await InboxApplier(database: ledger.database).drain()
             let view = try await client.execute(uri: "/v1/users/user_42/subscription", method: .get, headers: authorized)
             #expect(view.json["subscribed"] as? Bool == true, "\(view.text)")
@@ -128,7 +128,7 @@ struct AppStoreWebhookTests {
             #expect(response.status == .badRequest)
             #expect((response.json["error"] as? [String: Any])?["code"] as? String == expected, "\(response.text)")
         }
-        #expect(try await InboxStore(database: ledger.database).count() == 0)
+        #expect(try await InboxQueue(database: ledger.database).count() == 0)
     }
 }
 
@@ -164,7 +164,7 @@ struct AppStoreServiceAPITests {
             let bad = try await postJSON(client, "/v1/users/user_1/appstore/transactions", ["signed_transaction": "eyJ.e30.x"])
             #expect(bad.status == .badRequest)
         }
-        #expect(try await InboxStore(database: ledger.database).count() == 1, "the same report twice is one event")
+        #expect(try await InboxQueue(database: ledger.database).count() == 1, "the same report twice is one event")
     }
 
     @Test("With APPSTORE_OWNERSHIP=transfer a restore moves the purchase to the restoring user")

@@ -139,7 +139,7 @@ struct AppStoreFakeEndToEndTests {
         #expect(try await apple.owner(purchase.originalTransactionID) == "user_1")
         #expect(held.transactionID == renewal.transactionID)
         #expect(held.expiresDate == renewal.expiresDate)
-        #expect(try await InboxStore(database: apple.ledger.database).count() == 2)
+        #expect(try await InboxQueue(database: apple.ledger.database).count() == 2)
         #expect(await apple.fake.requests(matching: .path("/inApps/v2/history")).count >= 2)
         await apple.stop()
     }
@@ -191,7 +191,7 @@ struct AppStoreFakeEndToEndTests {
         let held = try #require(try await apple.record(purchase.originalTransactionID))
         #expect(held.transactionID == ids.last)
         #expect(try await apple.owner(purchase.originalTransactionID) == "user_1")
-        #expect(try await InboxStore(database: apple.ledger.database).count() == 4)
+        #expect(try await InboxQueue(database: apple.ledger.database).count() == 4)
         await apple.stop()
     }
 
@@ -206,7 +206,7 @@ struct AppStoreFakeEndToEndTests {
         #expect(report.notifications.applied == 1)
         let held = try #require(try await apple.record(purchase.originalTransactionID))
         #expect(held.status(now: apple.fake.now) == .active)
-        let inbox = InboxStore(database: apple.ledger.database)
+        let inbox = InboxQueue(database: apple.ledger.database)
         #expect(try await inbox.count() == 1)
 
         // Apple's retry turns up after all: accepted, and the inbox already had it.

@@ -122,7 +122,7 @@ struct CrashSafetyTests {
         let acked = acknowledged.values
         #expect(acked.count > 0, "the daemon acknowledged deliveries before it was killed")
         let database = try LedgerDatabase.open(path: databasePath)
-        let inbox = InboxStore(database: database)
+        let inbox = InboxQueue(database: database)
         let stored = Set(try await inbox.list(.init(limit: 1_000_000)).map(\.eventID))
         let lost = acked.subtracting(stored)
         #expect(lost.isEmpty, "acknowledged but lost: \(lost.prefix(5))")

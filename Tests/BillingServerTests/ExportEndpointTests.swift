@@ -30,7 +30,7 @@ private func ledgerWithInvoices(_ count: Int = 3) async throws -> TemporaryLedge
     let deliveries = try bodies.map { body in
         InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
     }
-    _ = try await InboxStore(database: ledger.database).insert(deliveries)
+    _ = try await InboxQueue(database: ledger.database).insert(deliveries)
     let pass = try await InboxApplier(database: ledger.database).drain()
     #expect(pass.failed + pass.dead == 0)
     return ledger

@@ -78,7 +78,7 @@ struct OperationsTests {
         let app = BillingApplication.application(makeDependencies(ledger), host: "127.0.0.1", port: 0, logger: log.logger(format: .json))
         let body = eventBody(id: "evt_rid")
         try await app.test(.router) { client in
-            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
+            _ = try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
         }
         let lines = log.text.split(separator: "\n").filter { $0.contains("evt_rid") }
         #expect(!lines.isEmpty)
@@ -118,20 +118,20 @@ struct OperationsTests {
     func onlineBackup() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let committer = GroupCommitter(inbox: InboxStore(database: ledger.database))
+        let committer = GroupCommitter(inbox: InboxQueue(database: ledger.database))
         let writers = Task {
             for index in 0..<300 {
                 _ = try await committer.submit(try EventEnvelope(decoding: eventBody(id: "evt_b\(index)")).delivery(eventBody(id: "evt_b\(index)")))
             }
         }
-        while try await InboxStore(database: ledger.database).count() < 10 { try await Task.sleep(for: .milliseconds(5)) }
+        while try await InboxQueue(database: ledger.database).count() < 10 { try await Task.sleep(for: .milliseconds(5)) }
         let path = ledger.directory.appendingPathComponent("backup.sqlite3").path
         let result = try await ledger.database.backup(to: path, overwrite: false)
         try await writers.value
         #expect(result.events > 0 && result.events <= 300)
         let copy = try LedgerDatabase.open(path: path)
         defer { try? copy.close() }
-        #expect(try await InboxStore(database: copy).count() == result.events)
+        #expect(try await InboxQueue(database: copy).count() == result.events)
         await #expect(throws: LedgerDatabaseError.self) { try await ledger.database.backup(to: path, overwrite: false) }
         #expect(!FileManager.default.fileExists(atPath: path + ".partial-\(ProcessInfo.processInfo.processIdentifier)"))
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber

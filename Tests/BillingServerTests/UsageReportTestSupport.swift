@@ -42,7 +42,7 @@ struct UsageReportBed {
             let body = event.serialized()
             return InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
         }
-        _ = try await InboxStore(database: database).insert(deliveries)
+        _ = try await InboxQueue(database: database).insert(deliveries)
         _ = try await InboxApplier(database: database).drain()
     }
 

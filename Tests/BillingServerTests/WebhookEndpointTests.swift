@@ -14,7 +14,7 @@ struct WebhookEndpointTests {
     func storesOnceAndDeduplicates() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let inbox = InboxStore(database: ledger.database)
+        let inbox = InboxQueue(database: ledger.database)
         let app = makeApplication(makeDependencies(ledger))
         let body = eventBody(id: "evt_once")
         try await app.test(.router) { client in
@@ -37,7 +37,7 @@ struct WebhookEndpointTests {
         #expect(event.objectID == "sub_evt_once")
         #expect(event.apiVersion == "2026-10-28.clover")
         #expect(event.source == .webhook)
-        #expect(try await inbox.body(eventID: "evt_once") == body)
+        #expect(try await inbox.body(eventID: "evt_once", account: nil, livemode: false) == body)
     }
 
     @Test("Bad or missing signatures are 400 with a JSON reason, and nothing is stored")
@@ -70,7 +70,7 @@ struct WebhookEndpointTests {
                 #expect(response.errorCode == "signature_mismatch")
             }
         }
-        #expect(try await InboxStore(database: ledger.database).count() == 0)
+        #expect(try await InboxQueue(database: ledger.database).count() == 0)
     }
 
     @Test("A genuine signature over something that is not an event is 400 and not stored")
@@ -87,7 +87,7 @@ struct WebhookEndpointTests {
                 }
             }
         }
-        #expect(try await InboxStore(database: ledger.database).count() == 0)
+        #expect(try await InboxQueue(database: ledger.database).count() == 0)
     }
 
     @Test("A body over 1 MiB is 413 and not stored")
@@ -103,7 +103,7 @@ struct WebhookEndpointTests {
                 #expect(response.errorCode == "body_too_large")
             }
         }
-        #expect(try await InboxStore(database: ledger.database).count() == 0)
+        #expect(try await InboxQueue(database: ledger.database).count() == 0)
     }
 
     @Test("Unknown event types are stored and acknowledged")
@@ -117,7 +117,7 @@ struct WebhookEndpointTests {
                 #expect(response.status == .ok)
             }
         }
-        let events = try await InboxStore(database: ledger.database).list(.init(type: "quantum.entanglement.collapsed"))
+        let events = try await InboxQueue(database: ledger.database).list(.init(type: "quantum.entanglement.collapsed"))
         #expect(events.map(\.eventID) == ["evt_future"])
     }
 
@@ -146,7 +146,7 @@ struct WebhookEndpointTests {
         }
         #expect(statuses.count == 1000)
         #expect(statuses.allSatisfy { $0 == .ok })
-        let inbox = InboxStore(database: ledger.database)
+        let inbox = InboxQueue(database: ledger.database)
         #expect(try await inbox.count() == 900)
         let stored = Set(try await inbox.list(.init(limit: 2000)).map(\.eventID))
         #expect(stored == Set(ids))

@@ -484,7 +484,7 @@ struct ExportTests {
     func fromRealEvents() async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
-        let inbox = InboxStore(database: ledger.database)
+        let inbox = InboxQueue(database: ledger.database)
         var deliveries: [InboxDelivery] = []
         for (index, type) in ["customer.created", "invoice.paid"].enumerated() {
             let body = SampleEvent.body(

@@ -274,7 +274,7 @@ struct LedgerOrderingTests {
         #expect(events.first?.attempts == 3)
         #expect(events.first?.lastError?.contains("subscription") == true)
         // An operator re-queues it; it fails again, but is back in the queue first.
-        #expect(try await LedgerMaintenance(database: ledger.database).retry(eventID: "evt_poison"))
+        #expect(try await ledger.inbox.retry(eventID: "evt_poison", account: nil, livemode: false))
         #expect(try await ledger.inbox.list(.init(statuses: [.pending])).map(\.eventID) == ["evt_poison"])
     }
 

@@ -37,12 +37,12 @@ enum EventFactory {
 /// An in-memory ledger with the real inbox and applier.
 struct TestLedger {
     let database: LedgerDatabase
-    let inbox: InboxStore
+    let inbox: InboxQueue
     let applier: InboxApplier
 
     init(configuration: InboxApplier.Configuration = .init(firstRetryDelay: .zero)) throws {
         database = try LedgerDatabase.inMemory()
-        inbox = InboxStore(database: database)
+        inbox = InboxQueue(database: database)
         applier = InboxApplier(database: database, configuration: configuration)
     }
 

@@ -288,7 +288,7 @@ struct AppStoreTestNotification: AsyncParsableCommand {
         guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
         let database = try global.openDatabase(settings)
         defer { try? database.close() }
-        let inbox = InboxStore(database: database)
+        let inbox = InboxQueue(database: database)
         let environment = client.configuration.environment
         do {
             let token = try await client.requestTestNotification()

@@ -50,7 +50,7 @@ struct Events: AsyncParsableCommand {
             let settings = try global.settings()
             let database = try global.openDatabase(settings)
             defer { try? database.close() }
-            let events = try await InboxStore(database: database).list(
+            let events = try await InboxQueue(database: database).list(
                 .init(statuses: status, type: type, objectID: object, afterSeq: after, limit: limit))
             if json {
                 print(Output.json(events.map(Self.dictionary)))
@@ -85,7 +85,11 @@ struct Events: AsyncParsableCommand {
     struct Retry: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-queue a failed or dead event (or all of them) for the applier.",
-            discussion: "A running `billingd serve` applies re-queued events within a second; without one, they are applied at its next start.")
+            discussion: """
+                A running `billingd serve` applies re-queued events within a second; without one, they are applied at its next start.
+
+                An event is kept per account and mode: when the same id failed in more than one (a connected account, test and live), name it with --account and --mode.
+                """)
 
         @Argument(help: ArgumentHelp("The event id to re-queue.", valueName: "event-id"))
         var eventID: String?
@@ -93,11 +97,24 @@ struct Events: AsyncParsableCommand {
         @Flag(name: .long, help: "Re-queue every failed and dead event.")
         var allFailed = false
 
+        @Option(name: .long, help: ArgumentHelp("The event's connected account (acct_…), or appstore:Production / appstore:Sandbox.", valueName: "account"))
+        var account: String?
+
+        @Option(name: .long, help: ArgumentHelp("The event's mode.", valueName: "live|test"))
+        var mode: Mode?
+
+        enum Mode: String, ExpressibleByArgument, Sendable {
+            case live, test
+        }
+
         @OptionGroup var global: GlobalOptions
 
         func validate() throws {
             if (eventID == nil) == !allFailed {
                 throw ValidationError("Give one event id, or --all-failed.")
+            }
+            if allFailed, account != nil || mode != nil {
+                throw ValidationError("--account and --mode name one event; --all-failed re-queues every failed event.")
             }
         }
 
@@ -105,16 +122,32 @@ struct Events: AsyncParsableCommand {
             let settings = try global.settings()
             let database = try global.openDatabase(settings)
             defer { try? database.close() }
-            let maintenance = LedgerMaintenance(database: database)
-            if let eventID {
-                guard try await maintenance.retry(eventID: eventID) else {
-                    throw ValidationError("No failed or dead event \(eventID) in the inbox (see `billingd events --status failed`).")
-                }
-                print("Re-queued \(eventID).")
-            } else {
-                let count = try await maintenance.retryAllFailed()
+            let inbox = InboxQueue(database: database)
+            guard let eventID else {
+                let count = try await inbox.retryAllFailed()
                 print("Re-queued \(count) event\(count == 1 ? "" : "s").")
+                return
             }
+            let candidates = try await inbox.list(.init(statuses: [.failed, .dead], eventID: eventID, limit: 100)).filter { event in
+                (account == nil || (event.account ?? "") == account) && (mode == nil || event.livemode == (mode == .live))
+            }
+            guard let event = candidates.first else {
+                throw ValidationError("No failed or dead event \(eventID)\(Self.scope(account, mode)) in the inbox (see `billingd events --status failed`).")
+            }
+            guard candidates.count == 1 else {
+                let places = candidates.map { "\($0.account ?? "platform") \($0.livemode ? "live" : "test")" }.joined(separator: ", ")
+                throw ValidationError("\(eventID) failed in \(candidates.count) places (\(places)): name one with --account and --mode.")
+            }
+            guard try await inbox.retry(eventID: eventID, account: event.account, livemode: event.livemode) else {
+                throw ValidationError("\(eventID) is no longer failed or dead: it was re-queued meanwhile.")
+            }
+            print("Re-queued \(eventID)\(Self.scope(event.account, event.livemode ? .live : .test)).")
+        }
+
+        /// ` (acct_1 live)`: where an event was kept, for messages; empty when nothing is named.
+        static func scope(_ account: String?, _ mode: Mode?) -> String {
+            let parts = [account, mode?.rawValue].compactMap { $0 }
+            return parts.isEmpty ? "" : " (\(parts.joined(separator: " ")))"
         }
     }
 }

@@ -25,7 +25,7 @@ struct Replay: AsyncParsableCommand {
         defer { try? database.close() }
         let maintenance = LedgerMaintenance(database: database)
         let before = verify ? try await maintenance.dump() : ""
-        let total = try await InboxStore(database: database).count()
+        let total = try await InboxQueue(database: database).count()
         let started = ContinuousClock.now
         let applier = InboxApplier(database: database, configuration: .init(batchSize: 1000, apiVersion: settings.stripeAPIVersion))
         let pass = try await maintenance.replay(applier: applier) { done in

@@ -54,7 +54,7 @@ struct Serve: AsyncParsableCommand {
         }
 
         let metrics = BillingMetrics()
-        let inbox = InboxStore(database: database)
+        let inbox = InboxQueue(database: database)
         let applier = ApplierService(
             applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
             inbox: inbox, metrics: metrics, logger: logger)

@@ -171,7 +171,7 @@ public struct AppStoreReconciler: Sendable {
         // Apple refuses an empty span (4000013); nothing can have happened in it anyway.
         guard from < started else { return }
 
-        let inbox = InboxStore(database: database)
+        let inbox = InboxQueue(database: database)
         var token: String?
         repeat {
             try lease.checkpoint()

@@ -450,7 +450,7 @@ final class Walk: Sendable {
         } else if cursor == nil {
             logger.notice("no missed-events cursor yet: walking Stripe's whole 30-day event window")
         }
-        let inbox = InboxStore(database: reconciler.database)
+        let inbox = InboxQueue(database: reconciler.database)
         var newest = cursor?.created ?? 0
         let receivedAt = Int64(Date().timeIntervalSince1970 * 1000)
         let pages = Prefetching(

@@ -10,13 +10,13 @@ public final class ApplierService: Service, Sendable {
     private let applier: InboxApplier
     /// The applier this service drives (reconcile applies recovered events through it).
     public var inboxApplier: InboxApplier { applier }
-    private let inbox: InboxStore
+    private let inbox: InboxQueue
     private let metrics: BillingMetrics
     private let logger: Logger
     private let wakeups: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
-    public init(applier: InboxApplier, inbox: InboxStore, metrics: BillingMetrics, logger: Logger) {
+    public init(applier: InboxApplier, inbox: InboxQueue, metrics: BillingMetrics, logger: Logger) {
         self.applier = applier
         self.inbox = inbox
         self.metrics = metrics

@@ -43,10 +43,10 @@ public struct AppStoreLedger: Sendable {
                         objectType: "appstore_subscription"),
                     body: report.body(), receivedAt: receivedAt, source: .appStoreApp, secretIndex: nil)
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
-                switch try InboxStore.insert([delivery], status: .applied, db: db)[0] {
+                switch try InboxQueue.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
                     let effect = try AppStoreLedgerWriter.apply(.app(report), environment: environment, sourceID: report.eventID, db: db)
-                    try InboxStore.recordApplied(seq: seq, effect: effect, at: now, db: db)
+                    try InboxQueue.recordApplied(seq: seq, effect: effect, at: now, db: db)
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: false))
                 case .duplicate:
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: true))

@@ -34,8 +34,8 @@ public struct AppStoreReconciliation: Sendable {
                 db.cachedStatement(sql: """
                     SELECT s.originalTransactionID,
                         CASE
-                            WHEN EXISTS (SELECT 1 FROM inboxEvent e WHERE e.account = 'appstore:' || s.environment
-                                AND e.objectID = s.originalTransactionID AND e.status IN ('failed', 'dead')) THEN 'failed_delivery'
+                            WHEN \(InboxQueue.hasUnappliedEvent(accountSQL: "'appstore:' || s.environment", objectSQL: "s.originalTransactionID"))
+                                THEN 'failed_delivery'
                             WHEN s.status = 'active' AND s.expiresDate IS NOT NULL AND s.expiresDate < ?2
                                 AND s.revoked = 0 THEN 'expired_while_active'
                             WHEN s.status IN ('billing_retry', 'grace_period') OR (s.isInBillingRetryPeriod = 1 AND s.revoked = 0)
@@ -82,11 +82,11 @@ public struct AppStoreReconciliation: Sendable {
                         livemode: environment.isLive, account: AppStoreLedgerWriter.inboxAccount(environment.rawValue), objectID: original,
                         objectType: "appstore_subscription"),
                     body: snapshot.body(), receivedAt: receivedAt, source: .appStoreAPI, secretIndex: nil)
-                switch try InboxStore.insert([delivery], status: .applied, db: db)[0] {
+                switch try InboxQueue.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
                     let effect = try AppStoreLedgerWriter.apply(
                         .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, db: db)
-                    try InboxStore.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
+                    try InboxQueue.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
                     effects.append(effect)
                 case .duplicate:
                     effects.append(.unchanged)

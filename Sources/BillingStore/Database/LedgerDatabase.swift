@@ -163,7 +163,7 @@ extension LedgerDatabase {
             try await writer.backup(to: copy)
             let (check, events) = try await copy.read { db in
                 (try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "",
-                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM inboxEvent") ?? 0)
+                 try InboxQueue.count(db: db))
             }
             try copy.close()
             guard check == "ok" else { throw LedgerDatabaseError.backupCorrupt(check) }

@@ -2,7 +2,7 @@ import BillingCore
 import Foundation
 import GRDB
 
-/// Operator actions on the inbox and the ledger: replay, retry, inspect.
+/// Operator actions on the ledger: replay, inspect, dump.
 public struct LedgerMaintenance: Sendable {
     let database: LedgerDatabase
 
@@ -16,30 +16,9 @@ public struct LedgerMaintenance: Sendable {
     public func replay(applier: InboxApplier, progress: @Sendable (Int) -> Void = { _ in }) async throws -> InboxApplier.Pass {
         try await database.writer.write { db in
             for table in LedgerMigrations.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
-            try db.execute(sql: """
-                UPDATE inboxEvent SET status = 'pending', attempts = 0, nextAttemptAt = NULL, lastError = NULL,
-                    effect = NULL, processedAt = NULL
-                """)
+            try InboxQueue.requeueEverything(db: db)
         }
         return try await applier.drain(progress: { progress($0.processed) })
-    }
-
-    /// Re-queues one failed or dead event; returns whether it was found in such a state.
-    public func retry(eventID: String) async throws -> Bool {
-        try await database.writer.write { db in
-            try db.execute(
-                sql: "UPDATE inboxEvent SET status = 'pending', attempts = 0, nextAttemptAt = NULL WHERE eventID = ? AND status IN ('failed', 'dead')",
-                arguments: [eventID])
-            return db.changesCount > 0
-        }
-    }
-
-    /// Re-queues every failed and dead event; returns how many.
-    public func retryAllFailed() async throws -> Int {
-        try await database.writer.write { db in
-            try db.execute(sql: "UPDATE inboxEvent SET status = 'pending', attempts = 0, nextAttemptAt = NULL WHERE status IN ('failed', 'dead')")
-            return db.changesCount
-        }
     }
 
     /// The ledger's view of one object, found by id in any table, with its children, its
@@ -80,11 +59,7 @@ public struct LedgerMaintenance: Sendable {
                     }
                     views.append(view)
                 }
-                let events = try Row.fetchAll(
-                    db,
-                    sql: "SELECT eventID, type, created, status, effect FROM inboxEvent WHERE objectID = ? ORDER BY seq",
-                    arguments: [id]
-                ).map { Self.dictionary($0, skipping: []) }
+                let events = try InboxQueue.events(about: id, db: db).map { Self.dictionary($0, skipping: []) }
                 return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
             }
             return nil

@@ -65,18 +65,7 @@ public struct InboxApplier: Sendable {
         self.configuration = configuration
     }
 
-    private struct DueEvent: Sendable {
-        let seq: Int64
-        let eventID: String
-        let account: String
-        let livemode: Bool
-        let type: String
-        let created: Int64
-        let apiVersion: String?
-        let attempts: Int
-        let source: InboxSource
-        let body: [UInt8]
-    }
+    private typealias DueEvent = InboxQueue.DueEvent
 
     /// The outcome of decoding one event, computed outside the write transaction.
     private enum Decoded: Sendable {
@@ -127,24 +116,7 @@ public struct InboxApplier: Sendable {
 
     /// Reads up to one batch of due events after a position in the inbox.
     private func fetchDue(now: Int64, after seq: Int64) async throws -> [DueEvent] {
-        let limit = configuration.batchSize
-        return try await database.writer.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, e.source, b.body
-                    FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
-                    WHERE e.status IN ('pending', 'failed') AND (e.nextAttemptAt IS NULL OR e.nextAttemptAt <= ?) AND e.seq > ?
-                    ORDER BY e.seq LIMIT ?
-                    """,
-                arguments: [now, seq, limit]
-            ).map { row in
-                DueEvent(
-                    seq: row["seq"], eventID: row["eventID"], account: row["account"], livemode: row["livemode"],
-                    type: row["type"], created: row["created"], apiVersion: row["apiVersion"], attempts: row["attempts"],
-                    source: InboxSource(rawValue: row["source"]) ?? .webhook, body: Array(row["body"] as Data))
-            }
-        }
+        try await InboxQueue(database: database).due(now: now, after: seq, limit: configuration.batchSize)
     }
 
     /// Decodes a batch on as many cores as there are, keeping its order.
@@ -207,10 +179,6 @@ public struct InboxApplier: Sendable {
 
     private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, isolated: Bool, db: Database) throws -> Pass {
         var pass = Pass()
-        let finish = try db.cachedStatement(
-            sql: "UPDATE inboxEvent SET status = ?, effect = ?, processedAt = ?, attempts = attempts + 1, lastError = NULL, nextAttemptAt = NULL WHERE seq = ?")
-        let fail = try db.cachedStatement(
-            sql: "UPDATE inboxEvent SET status = ?, attempts = ?, lastError = ?, nextAttemptAt = ?, processedAt = ? WHERE seq = ?")
         for (event, outcome) in zip(due, decoded) {
             pass.processed += 1
             if let version = event.apiVersion, version != configuration.apiVersion {
@@ -220,10 +188,10 @@ public struct InboxApplier: Sendable {
             var failure: String?
             switch outcome {
             case .ignored:
-                try finish.execute(arguments: [InboxStatus.ignored.rawValue, nil, now, event.seq])
+                try InboxQueue.recordDone(seq: event.seq, status: .ignored, effect: nil, at: now, db: db)
                 pass.ignored += 1
             case .recordOnly:
-                try finish.execute(arguments: [InboxStatus.applied.rawValue, ApplyEffect.recorded.rawValue, now, event.seq])
+                try InboxQueue.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
                 pass.applied += 1
             case .snapshot, .appStore:
                 do {
@@ -249,7 +217,7 @@ public struct InboxApplier: Sendable {
                     } else {
                         try applySnapshot()
                     }
-                    try finish.execute(arguments: [InboxStatus.applied.rawValue, effect.rawValue, now, event.seq])
+                    try InboxQueue.recordDone(seq: event.seq, status: .applied, effect: effect, at: now, db: db)
                     if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
@@ -264,10 +232,7 @@ public struct InboxApplier: Sendable {
                 let attempts = event.attempts + 1
                 let isDead = attempts >= configuration.maximumAttempts
                 let retryAt: Int64? = isDead ? nil : now + retryDelayMilliseconds(afterAttempt: attempts)
-                try fail.execute(arguments: [
-                    (isDead ? InboxStatus.dead : InboxStatus.failed).rawValue, attempts, String(failure.prefix(1000)), retryAt, now,
-                    event.seq,
-                ])
+                try InboxQueue.recordFailure(seq: event.seq, attempts: attempts, error: failure, retryAt: retryAt, at: now, db: db)
                 if isDead { pass.dead += 1 } else { pass.failed += 1 }
             }
         }
