@@ -118,7 +118,7 @@ struct OperationsTests {
     func onlineBackup() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let committer = GroupCommitter(inbox: InboxQueue(database: ledger.database))
+        let committer = GroupCommitter(applier: InboxApplier(database: ledger.database))
         let writers = Task {
             for index in 0..<300 {
                 _ = try await committer.submit(try EventEnvelope(decoding: eventBody(id: "evt_b\(index)")).delivery(eventBody(id: "evt_b\(index)")))

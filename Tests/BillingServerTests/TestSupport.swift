@@ -49,7 +49,7 @@ func makeDependencies(_ ledger: TemporaryLedger, metrics: BillingMetrics = Billi
     BillingServerDependencies(
         database: ledger.database,
         verifier: SignatureVerifier(secrets: [testSecret]),
-        committer: GroupCommitter(inbox: InboxQueue(database: ledger.database)),
+        committer: GroupCommitter(applier: InboxApplier(database: ledger.database)),
         metrics: metrics)
 }
 

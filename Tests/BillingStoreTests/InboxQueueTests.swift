@@ -75,7 +75,7 @@ struct InboxQueueTests {
         let database = try LedgerDatabase.open(path: temporaryPath())
         defer { try? database.close() }
         let commits = CommitCounter()
-        let committer = GroupCommitter(inbox: InboxQueue(database: database)) { stored in commits.add(stored) }
+        let committer = GroupCommitter(applier: InboxApplier(database: database), didCommit: { ingested in commits.add(ingested.outcomes.count { $0 != .duplicate }) })
         let outcomes = try await withThrowingTaskGroup(of: InboxInsertOutcome.self) { group in
             for index in 0..<500 {
                 group.addTask { try await committer.submit(self.delivery("evt_\(index % 400)")) }

@@ -58,7 +58,7 @@ struct Serve: AsyncParsableCommand {
         let applier = ApplierService(
             applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
             inbox: inbox, metrics: metrics, logger: logger)
-        let committer = GroupCommitter(inbox: inbox) { _ in applier.wake() }
+        let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]
         let stripe = StripeClients.client(settings, logger: logger, observer: StripeMetricsObserver(metrics: metrics))
         let appStoreClients = try AppStoreClients.make(settings, logger: logger)

@@ -59,19 +59,29 @@ public final class ApplierService: Service, Sendable {
         }
     }
 
+    /// Counts what a group commit applied, and wakes the applier for what it left queued.
+    public func ingested(_ ingested: InboxApplier.Ingested) {
+        record(ingested.pass)
+        if ingested.queued > 0 { wake() }
+    }
+
+    private func record(_ pass: InboxApplier.Pass) {
+        metrics.count("billingd_events_applied_total", by: pass.applied, dimensions: [("effect", "applied")])
+        metrics.count("billingd_events_applied_total", by: pass.stale, dimensions: [("effect", "stale")])
+        metrics.count("billingd_events_applied_total", by: pass.ignored, dimensions: [("effect", "ignored")])
+        metrics.count("billingd_events_failed_total", by: pass.failed + pass.dead)
+        for (version, count) in pass.apiVersions {
+            metrics.count("billingd_events_other_api_version_total", by: count, dimensions: [("api_version", version)])
+        }
+    }
+
     private func drainOnce() async {
         let started = ContinuousClock.now
         do {
             let pass = try await applier.drain()
             if pass.processed > 0 {
                 metrics.time("billingd_apply_batch_seconds", ContinuousClock.now - started)
-                metrics.count("billingd_events_applied_total", by: pass.applied, dimensions: [("effect", "applied")])
-                metrics.count("billingd_events_applied_total", by: pass.stale, dimensions: [("effect", "stale")])
-                metrics.count("billingd_events_applied_total", by: pass.ignored, dimensions: [("effect", "ignored")])
-                metrics.count("billingd_events_failed_total", by: pass.failed + pass.dead)
-                for (version, count) in pass.apiVersions {
-                    metrics.count("billingd_events_other_api_version_total", by: count, dimensions: [("api_version", version)])
-                }
+                record(pass)
                 if pass.failed + pass.dead > 0 {
                     logger.warning(
                         "events failed to apply",

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Shares one transaction, and so one fsync, among all items that arrive while the previous
 /// commit is on disk. Each caller returns only after the commit holding its item, with its own
 /// outcome. Webhook deliveries (``GroupCommitter``) and usage records (``UsageLedger``) go
@@ -58,26 +60,34 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
     }
 }
 
-/// The group commit of webhook deliveries into the inbox.
+/// The group commit of deliveries into the inbox: each new delivery is applied to the ledger
+/// in the transaction that stores it (see ``InboxApplier/ingest(_:now:)``), so a 2xx means
+/// stored and applied, with one fsync for the whole group.
 public final class GroupCommitter: Sendable {
-    private let batcher: BatchCommitter<InboxDelivery, InboxInsertOutcome>
+    private let applier: InboxApplier
+    private let batcher: BatchCommitter<InboxApplier.PreparedDelivery, InboxInsertOutcome>
 
     /// - Parameters:
     ///   - maximumBatch: the most deliveries in one transaction.
-    ///   - didCommit: called after each commit with the number of newly stored events (to
-    ///     wake the applier).
+    ///   - now: the clock of `processedAt` (Unix ms).
+    ///   - didCommit: called after each commit with what it stored and applied (for metrics,
+    ///     and to wake the applier for deliveries left to it).
     public init(
-        inbox: any InboxWriting, maximumBatch: Int = 512,
-        didCommit: @escaping @Sendable (_ stored: Int) -> Void = { _ in }
+        applier: InboxApplier, maximumBatch: Int = 512,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        didCommit: @escaping @Sendable (InboxApplier.Ingested) -> Void = { _ in }
     ) {
-        batcher = BatchCommitter(maximumBatch: maximumBatch, commit: { try await inbox.insert($0) }) { outcomes in
-            let stored = outcomes.count { if case .stored = $0 { true } else { false } }
-            if stored > 0 { didCommit(stored) }
+        self.applier = applier
+        batcher = BatchCommitter(maximumBatch: maximumBatch) { batch in
+            let ingested = try await applier.ingest(batch, now: now())
+            didCommit(ingested)
+            return ingested.outcomes
         }
     }
 
-    /// Stores one delivery durably; returns once its transaction has committed.
+    /// Stores one delivery durably and applies it; returns once its transaction has committed.
+    /// Decoding happens here, on the caller's task, before the delivery joins a group.
     public func submit(_ delivery: InboxDelivery) async throws -> InboxInsertOutcome {
-        try await batcher.submit(delivery)
+        try await batcher.submit(applier.prepare(delivery))
     }
 }

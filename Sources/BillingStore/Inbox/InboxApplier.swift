@@ -68,7 +68,7 @@ public struct InboxApplier: Sendable {
     private typealias DueEvent = InboxQueue.DueEvent
 
     /// The outcome of decoding one event, computed outside the write transaction.
-    private enum Decoded: Sendable {
+    enum Decoded: Sendable {
         case snapshot(LedgerSnapshot)
         case appStore(AppStoreDelivery)
         case recordOnly
@@ -136,8 +136,13 @@ public struct InboxApplier: Sendable {
     }
 
     private static func decode(_ event: DueEvent) -> Decoded {
-        if event.source.isAppStore { return decodeAppStore(event) }
-        let route = EventRoute(eventType: event.type)
+        decode(source: event.source, type: event.type, eventID: event.eventID, created: event.created, body: event.body)
+    }
+
+    /// Decodes a stored or arriving event: routes its type, and decodes the object the ledger keeps.
+    static func decode(source: InboxSource, type: String, eventID: String, created: Int64, body: [UInt8]) -> Decoded {
+        if source.isAppStore { return decodeAppStore(source: source, type: type, body: body) }
+        let route = EventRoute(eventType: type)
         let kind: LedgerObjectKind
         let deletion: Bool
         switch route {
@@ -146,14 +151,13 @@ public struct InboxApplier: Sendable {
         case .snapshot(let routed): (kind, deletion) = (routed, false)
         case .deletion(let routed): (kind, deletion) = (routed, true)
         }
-        guard let object = RawObjectLocator.object(in: event.body) else {
+        guard let object = RawObjectLocator.object(in: body) else {
             return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
         }
         do {
             return .snapshot(
                 try LedgerSnapshot.decode(
-                    kind: kind, deletion: deletion, eventType: event.type, eventID: event.eventID,
-                    eventCreated: event.created, objectJSON: object))
+                    kind: kind, deletion: deletion, eventType: type, eventID: eventID, eventCreated: created, objectJSON: object))
         } catch {
             return .failure(error.description)
         }
@@ -161,30 +165,51 @@ public struct InboxApplier: Sendable {
 
     /// An App Store row: a notification (types billingd does not apply are ignored) or a
     /// transaction the app forwarded. Both were verified before they were stored.
-    private static func decodeAppStore(_ event: DueEvent) -> Decoded {
+    private static func decodeAppStore(source: InboxSource, type: String, body: [UInt8]) -> Decoded {
         do {
-            switch event.source {
+            switch source {
             case .appStoreApp:
-                return .appStore(.app(try AppStoreAppTransaction(body: event.body)))
+                return .appStore(.app(try AppStoreAppTransaction(body: body)))
             case .appStoreAPI:
-                return .appStore(.server(try AppStoreServerSnapshot(body: event.body)))
+                return .appStore(.server(try AppStoreServerSnapshot(body: body)))
             default:
-                guard AppStoreDelivery.appliedNotificationTypes.contains(event.type) else { return .ignored }
-                return .appStore(.notification(try AppStoreNotification(storedBody: event.body)))
+                guard AppStoreDelivery.appliedNotificationTypes.contains(type) else { return .ignored }
+                return .appStore(.notification(try AppStoreNotification(storedBody: body)))
             }
         } catch {
             return .failure(error.description)
         }
     }
 
+    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
+    static func applyToLedger(_ decoded: Decoded, eventID: String, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
+        switch decoded {
+        case .snapshot(let snapshot):
+            let effect = try LedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db)
+            try LedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
+            return effect
+        case .appStore(let delivery):
+            return try AppStoreLedgerWriter.apply(
+                delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account), sourceID: eventID, db: db)
+        case .recordOnly:
+            return .recorded
+        case .ignored, .failure:
+            return .unchanged
+        }
+    }
+
+    /// Counts an event of another API version than the configured one.
+    func countVersion(_ version: String?, in pass: inout Pass) {
+        guard let version, version != configuration.apiVersion else { return }
+        pass.otherAPIVersion += 1
+        pass.apiVersions[version, default: 0] += 1
+    }
+
     private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, isolated: Bool, db: Database) throws -> Pass {
         var pass = Pass()
         for (event, outcome) in zip(due, decoded) {
             pass.processed += 1
-            if let version = event.apiVersion, version != configuration.apiVersion {
-                pass.otherAPIVersion += 1
-                pass.apiVersions[version, default: 0] += 1
-            }
+            countVersion(event.apiVersion, in: &pass)
             var failure: String?
             switch outcome {
             case .ignored:
@@ -196,26 +221,13 @@ public struct InboxApplier: Sendable {
             case .snapshot, .appStore:
                 do {
                     var effect = ApplyEffect.unchanged
-                    func applySnapshot() throws {
-                        switch outcome {
-                        case .snapshot(let snapshot):
-                            effect = try LedgerWriter.apply(snapshot, account: event.account, livemode: event.livemode, db: db)
-                            try LedgerWriter.linkCheckoutUser(snapshot, account: event.account, livemode: event.livemode, db: db)
-                        case .appStore(let delivery):
-                            effect = try AppStoreLedgerWriter.apply(
-                                delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: event.account),
-                                sourceID: event.eventID, db: db)
-                        default:
-                            break
-                        }
-                    }
                     if isolated {
                         try db.inSavepoint {
-                            try applySnapshot()
+                            effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
                             return .commit
                         }
                     } else {
-                        try applySnapshot()
+                        effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
                     }
                     try InboxQueue.recordDone(seq: event.seq, status: .applied, effect: effect, at: now, db: db)
                     if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }

@@ -6,7 +6,7 @@ import GRDB
 /// deduplicated by (event id, account, livemode), the applier's work queue, and the operator's
 /// view of both. Every reader and writer of `inboxEvent` and `inboxBody` goes through it, and
 /// ``InboxStatus`` is the only spelling of a status.
-public struct InboxQueue: InboxWriting {
+public struct InboxQueue: Sendable {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
@@ -18,11 +18,12 @@ public struct InboxQueue: InboxWriting {
     private static let insertSQL = """
         INSERT INTO inboxEvent
             (eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType,
-             receivedAt, source, secretIndex, status)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             receivedAt, source, secretIndex, status, effect, processedAt, attempts)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (eventID, account, livemode) DO NOTHING
         """
 
+    /// Stores deliveries for the applier in one transaction, in order; one outcome per delivery.
     public func insert(_ deliveries: [InboxDelivery]) async throws -> [InboxInsertOutcome] {
         try await database.writer.write { db in try Self.insert(deliveries, status: .pending, db: db) }
     }
@@ -31,26 +32,39 @@ public struct InboxQueue: InboxWriting {
     /// `pending` for the applier, or `applied` for a caller that applies them in the same
     /// transaction (and then records the effect with ``recordApplied(seq:effect:at:db:)``).
     static func insert(_ deliveries: [InboxDelivery], status: InboxStatus, db: Database) throws -> [InboxInsertOutcome] {
-        let statement = try db.cachedStatement(sql: Self.insertSQL)
-        let insertBody = try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body) VALUES (?, ?)")
         var outcomes: [InboxInsertOutcome] = []
         outcomes.reserveCapacity(deliveries.count)
         for delivery in deliveries {
-            let envelope = delivery.envelope
-            try statement.execute(arguments: [
-                envelope.id, envelope.account ?? "", envelope.livemode, envelope.type, delivery.subtype,
-                envelope.apiVersion, envelope.created, envelope.objectID, envelope.objectType,
-                delivery.receivedAt, delivery.source.rawValue, delivery.secretIndex, status.rawValue,
-            ])
-            if db.changesCount == 1 {
-                let seq = db.lastInsertedRowID
-                try insertBody.execute(arguments: [seq, Data(delivery.body)])
-                outcomes.append(.stored(seq: seq))
-            } else {
-                outcomes.append(.duplicate)
-            }
+            outcomes.append(try insert(delivery, status: status, effect: nil, processedAt: nil, db: db))
         }
         return outcomes
+    }
+
+    /// Inserts one delivery inside the caller's transaction, with the status it already has: a
+    /// delivery the caller applied in this transaction is stored done, and never rewritten.
+    static func insert(
+        _ delivery: InboxDelivery, status: InboxStatus, effect: ApplyEffect?, processedAt: Int64?, db: Database
+    ) throws -> InboxInsertOutcome {
+        let envelope = delivery.envelope
+        try db.cachedStatement(sql: Self.insertSQL).execute(arguments: [
+            envelope.id, envelope.account ?? "", envelope.livemode, envelope.type, delivery.subtype,
+            envelope.apiVersion, envelope.created, envelope.objectID, envelope.objectType,
+            delivery.receivedAt, delivery.source.rawValue, delivery.secretIndex, status.rawValue,
+            effect?.rawValue, processedAt, processedAt == nil ? 0 : 1,
+        ])
+        guard db.changesCount == 1 else { return .duplicate }
+        let seq = db.lastInsertedRowID
+        try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body) VALUES (?, ?)").execute(arguments: [seq, Data(delivery.body)])
+        return .stored(seq: seq)
+    }
+
+    /// Whether the inbox already holds a delivery's event (its id, account and mode), inside
+    /// the caller's transaction.
+    static func contains(_ delivery: InboxDelivery, db: Database) throws -> Bool {
+        let envelope = delivery.envelope
+        return try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS(SELECT 1 FROM inboxEvent WHERE eventID = ? AND account = ? AND livemode = ?)"),
+            arguments: [envelope.id, envelope.account ?? "", envelope.livemode]) ?? false
     }
 
     /// Records the outcome of an event applied by the caller inside its transaction.

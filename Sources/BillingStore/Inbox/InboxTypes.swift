@@ -115,10 +115,3 @@ public struct InboxEvent: Sendable, Equatable {
         self.effect = effect
     }
 }
-
-/// The inbox as the webhook path sees it: a batch insert that deduplicates by event id.
-/// The SQLite store implements it; a PostgreSQL store can later.
-public protocol InboxWriting: Sendable {
-    /// Inserts deliveries in one transaction, in order; one outcome per delivery.
-    func insert(_ deliveries: [InboxDelivery]) async throws -> [InboxInsertOutcome]
-}

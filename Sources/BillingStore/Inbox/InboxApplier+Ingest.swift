@@ -1,0 +1,83 @@
+import BillingCore
+import GRDB
+
+extension InboxApplier {
+    /// A delivery decoded on its sender's task, ready to be stored and applied in one group commit.
+    public struct PreparedDelivery: Sendable {
+        public let delivery: InboxDelivery
+        let decoded: Decoded
+    }
+
+    /// What one group commit of deliveries did.
+    public struct Ingested: Sendable {
+        /// One per delivery, in order.
+        public var outcomes: [InboxInsertOutcome] = []
+        /// The new deliveries applied (or ignored) in the commit that stored them.
+        public var pass = Pass()
+        /// New deliveries left for the applier: their decoding failed, or a ledger write did.
+        public var queued = 0
+    }
+
+    /// Decodes a delivery for ``ingest(_:now:)`` on the caller's task: the decoding of
+    /// concurrent deliveries then runs on every core, and the one writer only writes.
+    public func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
+        let envelope = delivery.envelope
+        return PreparedDelivery(
+            delivery: delivery,
+            decoded: Self.decode(
+                source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: delivery.body))
+    }
+
+    /// Stores deliveries and applies each new one in the same transaction, so that a delivery
+    /// is applied by the time it is acknowledged, its inbox row is written once, in its final
+    /// state, and one fsync covers both. Order does not matter: the version guard gives the
+    /// same ledger in any order, so a new delivery may overtake older ones still queued.
+    ///
+    /// A delivery that did not decode is stored `pending`, for the applier to retry with
+    /// backoff. If a ledger write fails, the whole batch is stored `pending` instead, and the
+    /// applier isolates the bad event.
+    public func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> Ingested {
+        do {
+            return try await database.writer.write { db in try storeApplying(batch, now: now, db: db) }
+        } catch {
+            let outcomes = try await database.writer.write { db in
+                try InboxQueue.insert(batch.map(\.delivery), status: .pending, db: db)
+            }
+            return Ingested(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
+        }
+    }
+
+    private func storeApplying(_ batch: [PreparedDelivery], now: Int64, db: Database) throws -> Ingested {
+        var ingested = Ingested()
+        ingested.outcomes.reserveCapacity(batch.count)
+        for prepared in batch {
+            let delivery = prepared.delivery
+            let envelope = delivery.envelope
+            // A duplicate is neither applied again nor stored.
+            if try InboxQueue.contains(delivery, db: db) {
+                ingested.outcomes.append(.duplicate)
+                continue
+            }
+            let status: InboxStatus
+            var effect: ApplyEffect?
+            switch prepared.decoded {
+            case .failure:
+                ingested.outcomes.append(try InboxQueue.insert(delivery, status: .pending, effect: nil, processedAt: nil, db: db))
+                ingested.queued += 1
+                continue
+            case .ignored:
+                status = .ignored
+                ingested.pass.ignored += 1
+            case .recordOnly, .snapshot, .appStore:
+                let applied = try Self.applyToLedger(
+                    prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode, db: db)
+                (status, effect) = (.applied, applied)
+                if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
+            }
+            ingested.pass.processed += 1
+            countVersion(envelope.apiVersion, in: &ingested.pass)
+            ingested.outcomes.append(try InboxQueue.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
+        }
+        return ingested
+    }
+}
