@@ -110,7 +110,7 @@ struct AppStoreReconcilerTests {
         let fixture = try AppleClientFixture(answers: [])
         let ledger = try Ledger()
         try await ReconcileRuns(database: ledger.database).acquire(Reconciler.leaseName, holder: "cron:1", ttl: 120, now: 1_790_000_000)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) { try await reconciler(fixture, ledger).run(AppStoreReconciler.Options()) }
+        await #expect(throws: LeaseHeld.self) { try await reconciler(fixture, ledger).run(AppStoreReconciler.Options()) }
         #expect(fixture.transport.requests.isEmpty)
     }
 }

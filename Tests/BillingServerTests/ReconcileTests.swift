@@ -219,7 +219,7 @@ struct ReconcileTests {
         defer { Task { await harness.stop() } }
         try await ReconcileRuns(database: harness.ledger.database)
             .acquire(Reconciler.leaseName, holder: "cron:999", ttl: 120, now: Int64(Date().timeIntervalSince1970))
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             _ = try await harness.run([.customers])
         }
         #expect(try await harness.count("reconcileRun") == 0)

@@ -339,7 +339,7 @@ struct UsageReportTests {
         #expect(try await bed.database.metaValue("usage_meter_event_namespace") == nil)
 
         try await ReconcileRuns(database: bed.database).acquire(UsageReporter.leaseName, holder: "cron", ttl: 120, now: bed.now)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             _ = try await bed.reporter(at: bed.now).run()
         }
     }

@@ -80,7 +80,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
                     Output.progress("appstore reconcile \(client.configuration.environment): \(progress.phase) \(progress.done) done, \(progress.drift) found")
                 })
                 Output.endProgress()
-            } catch let held as ReconcileRuns.LeaseHeld {
+            } catch let held as LeaseHeld {
                 Output.endProgress()
                 FileHandle.standardError.write(Data("billingd appstore reconcile: \(held). Nothing was done.\n".utf8))
                 exitCode = exitCode ?? 75

@@ -31,7 +31,7 @@ struct Backup: AsyncParsableCommand {
         if target == URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path {
             throw ValidationError("The backup file is the live database itself (\(settings.databasePath)); choose another path.")
         }
-        let result: LedgerDatabase.BackupResult
+        let result: LedgerBackup
         do {
             result = try await database.backup(to: target, overwrite: force)
         } catch let error as LedgerDatabaseError {

@@ -204,7 +204,7 @@ struct Export: AsyncParsableCommand {
                 }
                 Output.endProgress()
                 Self.standardError(report.summary)
-            } catch let held as ReconcileRuns.LeaseHeld {
+            } catch let held as LeaseHeld {
                 Output.endProgress()
                 Self.standardError("billingd export: --reconcile-first: \(held). Nothing was exported; try again when that run ends.")
                 throw ExitCode(75)

@@ -95,7 +95,7 @@ struct Reconcile: AsyncParsableCommand {
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
                 }
                 Output.endProgress()
-            } catch let held as ReconcileRuns.LeaseHeld {
+            } catch let held as LeaseHeld {
                 Output.endProgress()
                 FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
                 throw ExitCode(75)

@@ -66,7 +66,7 @@ struct UsageReportCommand: AsyncParsableCommand {
         let summary: UsageReportSummary
         do {
             summary = try await reporter.run(options)
-        } catch let held as ReconcileRuns.LeaseHeld {
+        } catch let held as LeaseHeld {
             FileHandle.standardError.write(Data(
                 "billingd usage report: another usage report run holds the lease (\(held.holder), since \(UTCTimestamp.string(held.acquiredAt))); try again later. Nothing was done.\n".utf8))
             throw ExitCode(75)

@@ -183,7 +183,7 @@ public struct AppStoreController: Sendable {
     }
 
     /// A restore's answer: the view, how many purchases were restored, and which were not.
-    func restoreResponse(_ user: String, outcomes: [AppStoreLedger.ReportOutcome], environment: String?) async throws -> Response {
+    func restoreResponse(_ user: String, outcomes: [AppStoreReportOutcome], environment: String?) async throws -> Response {
         var restored = Set<String>()
         var refused: [String] = []
         for outcome in outcomes {

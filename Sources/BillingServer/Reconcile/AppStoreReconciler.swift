@@ -12,7 +12,7 @@ import Logging
 ///    Apple keeps it: 180 days in Production, 30 in the Sandbox) and puts every notification the inbox lacks into it, where the applier treats it like
 ///    a delivery (deduplicated by `notificationUUID`, so one that arrives later is a duplicate);
 /// 2. asks Get All Subscription Statuses about every subscription whose state may be stale (see
-///    ``AppStoreReconciliation/StaleReason``) and repairs through the same `signedDate` guard;
+///    ``AppStoreStaleReason``) and repairs through the same `signedDate` guard;
 /// 3. reports drift by kind (missing, status differs, expiry differs) with examples.
 ///
 /// It shares the `reconcile` lease with Stripe's reconcile, so a cron job, `serve`'s scheduler and
@@ -88,7 +88,7 @@ public struct AppStoreReconciler: Sendable {
     public var environment: AppStoreEnvironment { client.configuration.environment }
     var inboxAccount: String { "appstore:\(environment.rawValue)" }
 
-    /// Runs once. Throws ``ReconcileRuns/LeaseHeld`` when another run holds the lease (nothing
+    /// Runs once. Throws ``LeaseHeld`` when another run holds the lease (nothing
     /// recorded) and ``Failure`` when the run could not complete; drift is not a failure.
     public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> AppStoreReconcileReport {
         let runs = ReconcileRuns(database: database)
@@ -122,7 +122,7 @@ public struct AppStoreReconciler: Sendable {
         report.error = failure.map { "\($0)" }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let totals = ReconcileRuns.Totals(
+        let totals = ReconcileTotals(
             drift: report.totalDrift, repaired: report.subscriptions.repaired, recoveredEvents: report.notifications.recovered,
             objects: report.subscriptions.checked)
         try? await runs.finish(
@@ -235,7 +235,7 @@ public struct AppStoreReconciler: Sendable {
             for candidate in fresh { report.subscriptions.candidates[candidate.reason.rawValue, default: 0] += 1 }
 
             // Apple's answers for a page, fetched `concurrency` at a time, then judged in order.
-            var answers: [(reason: AppStoreReconciliation.StaleReason, statuses: [AppStoreLastTransaction])] = []
+            var answers: [(reason: AppStoreStaleReason, statuses: [AppStoreLastTransaction])] = []
             for chunk in stride(from: 0, to: fresh.count, by: max(1, options.concurrency)).map({ Array(fresh[$0..<min($0 + max(1, options.concurrency), fresh.count)]) }) {
                 try lease.checkpoint()
                 let fetched = try await withThrowingTaskGroup(of: (Int, [AppStoreLastTransaction]).self) { group in
@@ -268,7 +268,7 @@ public struct AppStoreReconciler: Sendable {
 
     /// Compares Apple's latest state of one subscription with the ledger's and repairs it.
     private func judge(
-        _ last: AppStoreLastTransaction, reason: AppStoreReconciliation.StaleReason, now: Int64, options: Options,
+        _ last: AppStoreLastTransaction, reason: AppStoreStaleReason, now: Int64, options: Options,
         into subscriptions: inout AppStoreReconcileReport.SubscriptionsReport
     ) async throws {
         let reconciliation = AppStoreReconciliation(database: database)

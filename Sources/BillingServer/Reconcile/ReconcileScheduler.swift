@@ -80,7 +80,7 @@ public final class ReconcileScheduler: Service, Sendable {
             where await isDue(mode: AppStoreReconciler.mode(appStoreReconciler.environment), interval: interval, now: now) {
                 do {
                     _ = try await appStoreReconciler.run(AppStoreReconciler.Options())
-                } catch is ReconcileRuns.LeaseHeld {
+                } catch is LeaseHeld {
                     logger.info("appstore reconcile skipped: another run holds the lease", metadata: ["environment": "\(appStoreReconciler.environment)"])
                 } catch {
                     // Logged with its report by AppStoreReconciler.
@@ -112,7 +112,7 @@ public final class ReconcileScheduler: Service, Sendable {
         if mode == "events" { options.kinds = [.events] }
         do {
             _ = try await reconciler.run(options)
-        } catch is ReconcileRuns.LeaseHeld {
+        } catch is LeaseHeld {
             logger.info("reconcile skipped: another run holds the lease", metadata: ["mode": "\(mode)"])
         } catch {
             // Reconciler has logged the failure with its report; the next tick tries again

@@ -94,7 +94,7 @@ public struct Reconciler: Sendable {
         "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
     }
 
-    /// Runs once. Throws ``ReconcileRuns/LeaseHeld`` (nothing recorded) when another run holds
+    /// Runs once. Throws ``LeaseHeld`` (nothing recorded) when another run holds
     /// the lease, and ``Failure`` when the run could not complete; drift is not a failure.
     public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ReconcileReport {
         let runs = ReconcileRuns(database: database)
@@ -133,7 +133,7 @@ public struct Reconciler: Sendable {
         report.error = failure.map { "\($0)" }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let totals = ReconcileRuns.Totals(
+        let totals = ReconcileTotals(
             drift: report.totalDrift, repaired: report.totalRepaired, recoveredEvents: report.events?.recovered ?? 0,
             objects: report.totalObjects)
         try? await runs.finish(

@@ -82,7 +82,7 @@ public struct UsageReporter: Sendable {
         self.now = now
     }
 
-    /// Reports what is due. Throws ``ReconcileRuns/LeaseHeld`` (nothing done) when another run
+    /// Reports what is due. Throws ``LeaseHeld`` (nothing done) when another run
     /// holds the lease, and ``Failure`` when the run could not complete.
     /// - Parameter shouldStop: asked between records; true stops sending (a graceful shutdown),
     ///   and the calls in flight finish and are recorded.

@@ -129,17 +129,10 @@ public enum LedgerDatabaseError: Error, CustomStringConvertible {
 }
 
 extension LedgerDatabase {
-    /// What a backup wrote.
-    public struct BackupResult: Sendable {
-        public let path: String
-        public let bytes: Int64
-        public let events: Int
-    }
-
     /// Copies the live database to `path` with SQLite's online backup (consistent while
     /// `serve` keeps writing), checks the copy's integrity, fsyncs it and only then renames it
     /// into place, so `path` is never a partial backup.
-    public func backup(to path: String, overwrite: Bool) async throws -> BackupResult {
+    public func backup(to path: String, overwrite: Bool) async throws -> LedgerBackup {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: path), !overwrite {
             throw LedgerDatabaseError.backupTargetExists(path)
@@ -175,7 +168,7 @@ extension LedgerDatabase {
             if fileManager.fileExists(atPath: path) { try fileManager.removeItem(atPath: path) }
             try fileManager.moveItem(atPath: temporary, toPath: path)
             let bytes = (try fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-            return BackupResult(path: path, bytes: bytes, events: events)
+            return LedgerBackup(path: path, bytes: bytes, events: events)
         } catch {
             try? fileManager.removeItem(atPath: temporary)
             throw error
