@@ -26,7 +26,8 @@ struct AppStoreReconcilerTests {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         return AppStoreReconciler(
-            database: ledger.database, client: fixture.client, logger: logger, applier: InboxApplier(database: ledger.database),
+            store: SQLiteLedgerStore(database: ledger.database), client: fixture.client, logger: logger,
+            inbox: InboxStore(database: ledger.database), applier: InboxApplier(database: ledger.database),
             holder: "test:\(UUID().uuidString)", now: { fixture.clock.withLock { $0 } })
     }
 

@@ -34,7 +34,8 @@ struct ReconcileHarness {
 
     func reconciler(holder: String = "test:1") -> Reconciler {
         Reconciler(
-            database: ledger.database, client: client, livemode: false, logger: log.logger(format: .text),
+            store: ledger.store, client: client, livemode: false, logger: log.logger(format: .text),
+            inbox: InboxStore(database: ledger.database),
             applier: InboxApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)), holder: holder)
     }
 

@@ -431,7 +431,8 @@ struct UsageReconcileTests {
         var logger = Logger(label: "test.reconcile")
         logger.logLevel = .critical
         let reconciler = Reconciler(
-            database: bed.database, client: bed.client(), livemode: false, logger: logger, applier: InboxApplier(database: bed.database),
+            store: bed.ledger.store, client: bed.client(), livemode: false, logger: logger, inbox: InboxStore(database: bed.database),
+            applier: InboxApplier(database: bed.database),
             catalog: bed.catalog, now: { time })
         var options = Reconciler.Options()
         options.kinds = [.usage]

@@ -48,7 +48,7 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let database = try global.openDatabase(settings)
+            let database = try global.openDatabase(settings).database
             defer { try? database.close() }
             let events = try await InboxStore(database: database).list(
                 .init(statuses: status, type: type, objectID: object, afterSeq: after, limit: limit))
@@ -103,7 +103,7 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let database = try global.openDatabase(settings)
+            let database = try global.openDatabase(settings).database
             defer { try? database.close() }
             let maintenance = LedgerMaintenance(database: database)
             if let eventID {

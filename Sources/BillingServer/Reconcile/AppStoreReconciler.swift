@@ -63,22 +63,25 @@ public struct AppStoreReconciler: Sendable {
     /// history a little after its date.
     static let cursorOverlap: Int64 = 3600
 
-    let database: LedgerDatabase
+    let store: any LedgerStore
     let client: AppStoreClient
     let logger: Logger
+    /// Where recovered notifications go, as deliveries do.
+    let inbox: InboxStore
     let applier: InboxApplier
     let holder: String
     let now: @Sendable () -> Int64
     let eventsStored: @Sendable () -> Void
 
     public init(
-        database: LedgerDatabase, client: AppStoreClient, logger: Logger, applier: InboxApplier,
+        store: any LedgerStore, client: AppStoreClient, logger: Logger, inbox: InboxStore, applier: InboxApplier,
         holder: String = Reconciler.defaultHolder, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         eventsStored: @escaping @Sendable () -> Void = {}
     ) {
-        self.database = database
+        self.store = store
         self.client = client
         self.logger = logger
+        self.inbox = inbox
         self.applier = applier
         self.holder = holder
         self.now = now
@@ -91,7 +94,7 @@ public struct AppStoreReconciler: Sendable {
     /// Runs once. Throws ``LeaseHeld`` when another run holds the lease (nothing
     /// recorded) and ``Failure`` when the run could not complete; drift is not a failure.
     public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> AppStoreReconcileReport {
-        let runs = ReconcileRuns(database: database)
+        let runs = store.reconcileRuns
         let lease = try await LeaseWatch.hold(Reconciler.leaseName, runs: runs, holder: holder, ttl: Reconciler.leaseTTL, now: now)
         defer { lease.stopRenewing() }
 
@@ -148,7 +151,7 @@ public struct AppStoreReconciler: Sendable {
         _ options: Options, lease: LeaseWatch, progress: @Sendable (Progress) -> Void,
         into report: inout AppStoreReconcileReport
     ) async throws {
-        let runs = ReconcileRuns(database: database)
+        let runs = store.reconcileRuns
         let started = now()
         let window = Self.historyDays(environment)
         let earliest = started - window * 86_400 + Self.historyMargin
@@ -171,7 +174,6 @@ public struct AppStoreReconciler: Sendable {
         // Apple refuses an empty span (4000013); nothing can have happened in it anyway.
         guard from < started else { return }
 
-        let inbox = InboxStore(database: database)
         var token: String?
         repeat {
             try lease.checkpoint()
@@ -221,7 +223,7 @@ public struct AppStoreReconciler: Sendable {
         _ options: Options, lease: LeaseWatch, progress: @Sendable (Progress) -> Void,
         into report: inout AppStoreReconcileReport
     ) async throws {
-        let reconciliation = AppStoreReconciliation(database: database)
+        let reconciliation = store.appStoreReconciliation
         let startedMilliseconds = now() * 1000
         var after: String?
         var seen = Set<String>()
@@ -271,7 +273,7 @@ public struct AppStoreReconciler: Sendable {
         _ last: AppStoreLastTransaction, reason: AppStoreStaleReason, now: Int64, options: Options,
         into subscriptions: inout AppStoreReconcileReport.SubscriptionsReport
     ) async throws {
-        let reconciliation = AppStoreReconciliation(database: database)
+        let reconciliation = store.appStoreReconciliation
         subscriptions.checked += 1
         let held = try await reconciliation.record(environment: environment.rawValue, originalTransactionID: last.originalTransactionID)
         let apple = Self.status(last.status)

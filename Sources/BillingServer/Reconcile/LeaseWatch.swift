@@ -9,7 +9,7 @@ final class LeaseWatch: Sendable {
 
     /// Takes the lease (throws ``LeaseHeld`` when another run holds it) and starts renewing it.
     static func hold(
-        _ name: String, runs: ReconcileRuns, holder: String, ttl: Int64, now: @escaping @Sendable () -> Int64
+        _ name: String, runs: any ReconcileRunStore, holder: String, ttl: Int64, now: @escaping @Sendable () -> Int64
     ) async throws -> LeaseWatch {
         try await runs.acquire(name, holder: holder, ttl: ttl, now: now())
         let watch = LeaseWatch()
