@@ -5,8 +5,9 @@ import Synchronization
 /// The ledger's SQLite database: one `DatabasePool` in WAL mode with `synchronous=FULL`, so a
 /// committed transaction survives power loss, and migrations applied at open.
 public struct LedgerDatabase: Sendable {
-    /// The GRDB writer behind every store in this module.
-    public let writer: any DatabaseWriter
+    /// The GRDB writer behind every store in this module. Package, not public: nothing above
+    /// BillingStore may spell SQL; the package's tests use it for raw-SQL assertions.
+    package let writer: any DatabaseWriter
     /// Where the database lives; nil for an in-memory database.
     public let path: String?
     /// Set by the first ``close()``: GRDB crashes on a pool closed twice.
