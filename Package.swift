@@ -46,7 +46,8 @@ let package = Package(
             resources: [.embedInCode("AppStore/Verification/AppleRootCA-G3.cer")],
             swiftSettings: swiftSettings
         ),
-        // GRDB on SQLite: migrations, inbox with group commit, ledger façade.
+        // The ledger behind the LedgerStore protocols, implemented on SQLite with GRDB: migrations,
+        // inbox with group commit, ledger façade. Nothing above it spells SQL.
         .target(
             name: "BillingStore",
             dependencies: [

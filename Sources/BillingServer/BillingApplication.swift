@@ -10,7 +10,7 @@ import StripeAPI
 
 /// Everything the HTTP server needs, built once by `serve` (or by a test).
 public struct BillingServerDependencies: Sendable {
-    public var database: LedgerDatabase
+    public var store: any LedgerStore
     public var verifier: SignatureVerifier
     public var committer: GroupCommitter
     public var metrics: BillingMetrics
@@ -38,12 +38,12 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreClients: [AppStoreEnvironment: AppStoreClient] = [:]
 
     public init(
-        database: LedgerDatabase, verifier: SignatureVerifier, committer: GroupCommitter,
+        store: any LedgerStore, verifier: SignatureVerifier, committer: GroupCommitter,
         metrics: BillingMetrics, webhook: WebhookController.Configuration = .init(),
         benchmarkRoutes: Bool = false, now: @escaping @Sendable () -> Date = Date.init, apiTokens: [String] = [],
         plans: PlanCatalog = .freeOnly, scope: ServiceScope = .test, stripe: StripeClient? = nil
     ) {
-        self.database = database
+        self.store = store
         self.verifier = verifier
         self.committer = committer
         self.metrics = metrics
@@ -75,10 +75,10 @@ public enum BillingApplication {
                 maximumBodySize: dependencies.webhook.maximumBodySize, now: dependencies.now
             ).addRoutes(to: router)
         }
-        HealthController(database: dependencies.database).addRoutes(to: router)
+        HealthController(store: dependencies.store).addRoutes(to: router)
         let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(
-            database: dependencies.database, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
+            store: dependencies.store, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
             appStore: .init(
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
                 clients: dependencies.appStoreClients)

@@ -26,7 +26,8 @@ struct AppStoreReconcilerTests {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         return AppStoreReconciler(
-            database: ledger.database, client: fixture.client, logger: logger, applier: InboxApplier(database: ledger.database),
+            store: SQLiteLedgerStore(database: ledger.database), client: fixture.client, logger: logger,
+            inbox: InboxQueue(database: ledger.database), applier: InboxApplier(database: ledger.database),
             holder: "test:\(UUID().uuidString)", now: { fixture.clock.withLock { $0 } })
     }
 
@@ -110,7 +111,7 @@ struct AppStoreReconcilerTests {
         let fixture = try AppleClientFixture(answers: [])
         let ledger = try Ledger()
         try await ReconcileRuns(database: ledger.database).acquire(Reconciler.leaseName, holder: "cron:1", ttl: 120, now: 1_790_000_000)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) { try await reconciler(fixture, ledger).run(AppStoreReconciler.Options()) }
+        await #expect(throws: LeaseHeld.self) { try await reconciler(fixture, ledger).run(AppStoreReconciler.Options()) }
         #expect(fixture.transport.requests.isEmpty)
     }
 }

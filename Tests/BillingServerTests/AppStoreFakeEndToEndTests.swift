@@ -60,7 +60,8 @@ final class FakeAppleHarness: Sendable {
         logger.logLevel = .critical
         let clock = fake.clock
         return AppStoreReconciler(
-            database: ledger.database, client: client, logger: logger, applier: InboxApplier(database: ledger.database),
+            store: ledger.store, client: client, logger: logger, inbox: InboxQueue(database: ledger.database),
+            applier: InboxApplier(database: ledger.database),
             holder: "test:\(UUID().uuidString)", now: { clock.now / 1000 })
     }
 

@@ -34,7 +34,8 @@ struct ReconcileHarness {
 
     func reconciler(holder: String = "test:1") -> Reconciler {
         Reconciler(
-            database: ledger.database, client: client, livemode: false, logger: log.logger(format: .text),
+            store: ledger.store, client: client, livemode: false, logger: log.logger(format: .text),
+            inbox: InboxQueue(database: ledger.database),
             applier: InboxApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)), holder: holder)
     }
 
@@ -219,7 +220,7 @@ struct ReconcileTests {
         defer { Task { await harness.stop() } }
         try await ReconcileRuns(database: harness.ledger.database)
             .acquire(Reconciler.leaseName, holder: "cron:999", ttl: 120, now: Int64(Date().timeIntervalSince1970))
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             _ = try await harness.run([.customers])
         }
         #expect(try await harness.count("reconcileRun") == 0)

@@ -25,6 +25,9 @@ struct TemporaryLedger {
         database = try LedgerDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
     }
 
+    /// The ledger as the server and commands see it.
+    var store: SQLiteLedgerStore { SQLiteLedgerStore(database: database) }
+
     func remove() {
         try? database.close()
         try? FileManager.default.removeItem(at: directory)
@@ -47,7 +50,7 @@ func signedHeaders(_ body: [UInt8], secret: String = testSecret, at timestamp: I
 
 func makeDependencies(_ ledger: TemporaryLedger, metrics: BillingMetrics = BillingMetrics()) -> BillingServerDependencies {
     BillingServerDependencies(
-        database: ledger.database,
+        store: ledger.store,
         verifier: SignatureVerifier(secrets: [testSecret]),
         committer: GroupCommitter(applier: InboxApplier(database: ledger.database)),
         metrics: metrics)

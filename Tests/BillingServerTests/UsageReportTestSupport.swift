@@ -77,7 +77,7 @@ struct UsageReportBed {
         var logger = Logger(label: "test.usage")
         logger.logLevel = .critical
         return UsageReporter(
-            database: database, client: client ?? self.client(), livemode: false, logger: logger, metrics: metrics, holder: holder,
+            store: ledger.store, client: client ?? self.client(), livemode: false, logger: logger, metrics: metrics, holder: holder,
             now: { time })
     }
 

@@ -339,7 +339,7 @@ struct UsageReportTests {
         #expect(try await bed.database.metaValue("usage_meter_event_namespace") == nil)
 
         try await ReconcileRuns(database: bed.database).acquire(UsageReporter.leaseName, holder: "cron", ttl: 120, now: bed.now)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             _ = try await bed.reporter(at: bed.now).run()
         }
     }
@@ -431,7 +431,8 @@ struct UsageReconcileTests {
         var logger = Logger(label: "test.reconcile")
         logger.logLevel = .critical
         let reconciler = Reconciler(
-            database: bed.database, client: bed.client(), livemode: false, logger: logger, applier: InboxApplier(database: bed.database),
+            store: bed.ledger.store, client: bed.client(), livemode: false, logger: logger, inbox: InboxQueue(database: bed.database),
+            applier: InboxApplier(database: bed.database),
             catalog: bed.catalog, now: { time })
         var options = Reconciler.Options()
         options.kinds = [.usage]

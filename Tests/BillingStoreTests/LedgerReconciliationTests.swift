@@ -170,16 +170,16 @@ struct ReconcileRunsTests {
         let ledger = try TestLedger()
         let runs = ReconcileRuns(database: ledger.database)
         try await runs.acquire("reconcile", holder: "a:1", ttl: 120, now: 1000)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1100)
         }
         try await runs.renew("reconcile", holder: "a:1", ttl: 120, now: 1100)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1200)
         }
         // a:1 died without releasing: its lease runs out.
         try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1221)
-        await #expect(throws: ReconcileRuns.LeaseHeld.self) {
+        await #expect(throws: LeaseHeld.self) {
             try await runs.renew("reconcile", holder: "a:1", ttl: 120, now: 1222)
         }
         try await runs.release("reconcile", holder: "b:2")

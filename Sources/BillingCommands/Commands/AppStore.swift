@@ -68,14 +68,14 @@ struct AppStoreTrigger: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
-        guard let pki = try await AppStoreSupport.localPKI(in: database, creating: false) else {
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
+        guard let pki = try await AppStoreSupport.localPKI(in: store, creating: false) else {
             throw ValidationError(
                 "No local App Store PKI in \(settings.databasePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
         }
         var token: String?
-        if let user { token = try await AppStoreLedger(database: database).accountToken(for: user) }
+        if let user { token = try await store.appStore.accountToken(for: user) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         if let count, let requests {
             try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
@@ -84,7 +84,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
         // A renewal or a new purchase is a new transaction; anything else (a failed renewal, a
         // refund, a change of renewal preference) is about the subscription's current one.
         let original = AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product)
-        let current = try await AppStoreLedger(database: database).subscription(environment: "Sandbox", originalTransactionID: original)
+        let current = try await store.appStore.subscription(environment: "Sandbox", originalTransactionID: original)
         let startsPeriod = ["SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE"].contains(notificationType)
         let sample = AppStoreSampleNotification(
             type: notificationType, subtype: subtype, productID: product, originalTransactionID: original,

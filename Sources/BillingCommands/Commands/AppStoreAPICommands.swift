@@ -49,13 +49,13 @@ struct AppStoreReconcile: AsyncParsableCommand {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore.reconcile", level: settings.logLevel)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
         var options = AppStoreReconciler.Options()
         options.dryRun = dryRun
         options.since = since.flatMap(UTCTimestamp.parse)
         options.applyRecoveredEvents = true
-        let outcome = await Self.run(clients, database: database, settings: settings, options: options, logger: logger)
+        let outcome = await Self.run(clients, store: store, settings: settings, options: options, logger: logger)
         if json {
             print(Self.encode(outcome.reports))
         } else if !outcome.reports.isEmpty {
@@ -67,20 +67,20 @@ struct AppStoreReconcile: AsyncParsableCommand {
     /// Runs reconcile for each client in turn; the reports of runs that started, and the exit
     /// status when not 0 (75 when the lease was held, 1 when a run failed). Shared with `billingd reconcile`.
     static func run(
-        _ clients: [AppStoreClient], database: LedgerDatabase, settings: Settings, options: AppStoreReconciler.Options, logger: Logger
+        _ clients: [AppStoreClient], store: SQLiteLedgerStore, settings: Settings, options: AppStoreReconciler.Options, logger: Logger
     ) async -> (reports: [AppStoreReconcileReport], exitCode: Int32?) {
         var reports: [AppStoreReconcileReport] = []
         var exitCode: Int32?
         for client in clients {
             let reconciler = AppStoreReconciler(
-                database: database, client: client, logger: logger,
-                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+                store: store, client: client, logger: logger, inbox: InboxQueue(database: store.database),
+                applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
             do {
                 reports.append(try await reconciler.run(options) { progress in
                     Output.progress("appstore reconcile \(client.configuration.environment): \(progress.phase) \(progress.done) done, \(progress.drift) found")
                 })
                 Output.endProgress()
-            } catch let held as ReconcileRuns.LeaseHeld {
+            } catch let held as LeaseHeld {
                 Output.endProgress()
                 FileHandle.standardError.write(Data("billingd appstore reconcile: \(held). Nothing was done.\n".utf8))
                 exitCode = exitCode ?? 75
@@ -134,9 +134,9 @@ struct AppStoreLookup: AsyncParsableCommand {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", level: settings.logLevel)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
-        let ledger = AppStoreLedger(database: database)
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
+        let ledger = store.appStore
         var rows: [[String: any Sendable]] = []
         for client in clients {
             let lookup: AppStoreOrderLookup
@@ -211,8 +211,8 @@ struct AppStoreHistory: AsyncParsableCommand {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", level: settings.logLevel)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
         for client in clients {
             let history: [AppStoreSignedTransaction]
             do {
@@ -227,7 +227,7 @@ struct AppStoreHistory: AsyncParsableCommand {
                 let snapshots = history.map {
                     AppStoreServerSnapshot(signedTransaction: $0.jws, transaction: $0.transaction, signedRenewalInfo: nil, renewalInfo: nil)
                 }
-                _ = try await AppStoreReconciliation(database: database).recordFetched(
+                _ = try await store.appStoreReconciliation.recordFetched(
                     snapshots, environment: client.configuration.environment, receivedAt: Int64(Date().timeIntervalSince1970 * 1000))
             }
             let rows: [[String: any Sendable]] = history.map { signed in
@@ -286,9 +286,9 @@ struct AppStoreTestNotification: AsyncParsableCommand {
         let logger = global.logger("billingd.appstore", level: settings.logLevel)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
-        let inbox = InboxQueue(database: database)
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
+        let inbox = InboxQueue(database: store.database)
         let environment = client.configuration.environment
         do {
             let token = try await client.requestTestNotification()

@@ -25,15 +25,15 @@ struct Backup: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
         let target = URL(fileURLWithPath: file).standardizedFileURL.path
         if target == URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path {
             throw ValidationError("The backup file is the live database itself (\(settings.databasePath)); choose another path.")
         }
-        let result: LedgerDatabase.BackupResult
+        let result: LedgerBackup
         do {
-            result = try await database.backup(to: target, overwrite: force)
+            result = try await store.backup(to: target, overwrite: force)
         } catch let error as LedgerDatabaseError {
             throw ValidationError(error.description)
         }

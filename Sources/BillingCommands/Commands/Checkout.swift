@@ -117,7 +117,7 @@ struct Checkout: AsyncParsableCommand {
 struct BillingCommandSupport {
     let settings: Settings
     let logger: Logger
-    let database: LedgerDatabase
+    let store: any LedgerStore
     let actions: BillingActions
     /// The key's mode, platform account; `--account` narrows it.
     let scope: ServiceScope
@@ -136,13 +136,13 @@ struct BillingCommandSupport {
                 throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
-        database = try global.openDatabase(settings)
-        actions = BillingActions(database: database, client: client, catalog: catalog)
+        store = try global.openDatabase(settings)
+        actions = BillingActions(store: store, client: client, catalog: catalog)
         scope = ServiceScope.forAPIKey(isLive: settings.apiKeyIsLive)
     }
 
     func close() {
-        try? database.close()
+        try? store.close()
     }
 
     /// Runs an action; a ``BillingError`` is printed as `billingd COMMAND: message` and ends the

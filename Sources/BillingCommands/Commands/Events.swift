@@ -48,7 +48,7 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let database = try global.openDatabase(settings)
+            let database = try global.openDatabase(settings).database
             defer { try? database.close() }
             let events = try await InboxQueue(database: database).list(
                 .init(statuses: status, type: type, objectID: object, afterSeq: after, limit: limit))
@@ -120,7 +120,7 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let database = try global.openDatabase(settings)
+            let database = try global.openDatabase(settings).database
             defer { try? database.close() }
             let inbox = InboxQueue(database: database)
             guard let eventID else {

@@ -119,10 +119,10 @@ struct Export: AsyncParsableCommand {
                 Self.standardError("warning: \"\(status)\" is not an invoice status Stripe documents (\(InvoiceExportRequest.knownStatuses.joined(separator: ", "))); exporting the invoices that have it, if any.")
             }
             let settings = try global.settings()
-            let database = try global.openDatabase(settings)
-            defer { try? database.close() }
+            let store = try global.openDatabase(settings)
+            defer { try? store.close() }
             if reconcileFirst {
-                try await reconcile(request, settings: settings, database: database)
+                try await reconcile(request, settings: settings, store: store)
             }
 
             // SIGINT, SIGTERM and SIGHUP stop the export cleanly: the temporary file is removed.
@@ -148,7 +148,7 @@ struct Export: AsyncParsableCommand {
             let destination: any ExportDestination = file?.writer ?? FileDescriptorWriter.standardOutput
             let summary: InvoiceExportSummary
             do {
-                summary = try await InvoiceExporter(database: database).export(
+                summary = try await store.invoiceExports.export(
                     request, to: destination, cancellation: cancellation
                 ) { rows in
                     Output.progress("export: \(rows) rows")
@@ -179,7 +179,7 @@ struct Export: AsyncParsableCommand {
         }
 
         /// `--reconcile-first`: missed events, then the range's invoices, compared and repaired.
-        func reconcile(_ request: InvoiceExportRequest, settings: Settings, database: LedgerDatabase) async throws {
+        func reconcile(_ request: InvoiceExportRequest, settings: Settings, store: SQLiteLedgerStore) async throws {
             let logger = global.logger("billingd.reconcile", level: settings.logLevel)
             let client = try StripeClients.make(
                 settings, logger: logger,
@@ -196,15 +196,15 @@ struct Export: AsyncParsableCommand {
             options.applyRecoveredEvents = true
             if let account = request.account, !account.isEmpty { options.account = account }
             let reconciler = Reconciler(
-                database: database, client: client, livemode: keyIsLive, logger: logger,
-                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+                store: store, client: client, livemode: keyIsLive, logger: logger, inbox: InboxQueue(database: store.database),
+                applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
             do {
                 let report = try await reconciler.run(options) { progress in
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
                 }
                 Output.endProgress()
                 Self.standardError(report.summary)
-            } catch let held as ReconcileRuns.LeaseHeld {
+            } catch let held as LeaseHeld {
                 Output.endProgress()
                 Self.standardError("billingd export: --reconcile-first: \(held). Nothing was exported; try again when that run ends.")
                 throw ExitCode(75)

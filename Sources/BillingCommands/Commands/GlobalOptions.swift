@@ -27,9 +27,9 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the ledger named by the settings, with an error that says what to do.
-    func openDatabase(_ settings: Settings) throws -> LedgerDatabase {
+    func openDatabase(_ settings: Settings) throws -> SQLiteLedgerStore {
         do {
-            return try LedgerDatabase.open(path: settings.databasePath)
+            return SQLiteLedgerStore(database: try LedgerDatabase.open(path: settings.databasePath))
         } catch let error as LedgerDatabaseError {
             throw ValidationError(error.description)
         }

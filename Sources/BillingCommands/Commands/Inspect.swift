@@ -15,7 +15,7 @@ struct Inspect: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let database = try global.openDatabase(settings)
+        let database = try global.openDatabase(settings).database
         defer { try? database.close() }
         guard let view = try await LedgerMaintenance(database: database).inspect(id: id) else {
             throw ValidationError("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")

@@ -67,8 +67,8 @@ struct Reconcile: AsyncParsableCommand {
         // App Store reconcile rides along unless the run is about one connected account.
         let appStore = account == nil ? try AppStoreClients.make(settings, logger: logger) : [:]
         guard stripe != nil || !appStore.isEmpty else { throw ValidationError(ReconcileError.noAPIKey.description) }
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
 
         var stripeReport: ReconcileReport?
         var exitCode: Int32?
@@ -88,14 +88,15 @@ struct Reconcile: AsyncParsableCommand {
                 }
             }
             let reconciler = Reconciler(
-                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
+                store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                inbox: InboxQueue(database: store.database),
+                applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
             do {
                 stripeReport = try await reconciler.run(options) { progress in
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
                 }
                 Output.endProgress()
-            } catch let held as ReconcileRuns.LeaseHeld {
+            } catch let held as LeaseHeld {
                 Output.endProgress()
                 FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
                 throw ExitCode(75)
@@ -114,7 +115,7 @@ struct Reconcile: AsyncParsableCommand {
             options.since = since.flatMap(UTCTimestamp.parse)
             options.applyRecoveredEvents = true
             let clients = [AppStoreEnvironment.production, .sandbox].compactMap { appStore[$0] }
-            let outcome = await AppStoreReconcile.run(clients, database: database, settings: settings, options: options, logger: logger)
+            let outcome = await AppStoreReconcile.run(clients, store: store, settings: settings, options: options, logger: logger)
             appStoreReports = outcome.reports
             if outcome.exitCode == 1 || exitCode == nil { exitCode = outcome.exitCode ?? exitCode }
         }

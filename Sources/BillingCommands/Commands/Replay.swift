@@ -21,7 +21,7 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let database = try global.openDatabase(settings)
+        let database = try global.openDatabase(settings).database
         defer { try? database.close() }
         let maintenance = LedgerMaintenance(database: database)
         let before = verify ? try await maintenance.dump() : ""

@@ -29,7 +29,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd", level: settings.logLevel)
-        let database = try global.openDatabase(settings)
+        let store = try global.openDatabase(settings)
 
         // The catalog first: a catalog error must not print after the local mode banner.
         var catalog: PlanCatalog?
@@ -48,15 +48,15 @@ struct Serve: AsyncParsableCommand {
                 throw ValidationError(
                     "STRIPE_WEBHOOK_SECRET is not set. Set it to your endpoint's signing secret (whsec_…, from the Stripe dashboard or `stripe listen`), or run `billingd serve --local` to try billingd with a generated secret.")
             }
-            secrets = [try await LocalMode.secret(in: database, creating: true)!]
+            secrets = [try await LocalMode.secret(in: store, creating: true)!]
             logger.warning(
                 "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
         }
 
         let metrics = BillingMetrics()
-        let inbox = InboxQueue(database: database)
+        let inbox = InboxQueue(database: store.database)
         let applier = ApplierService(
-            applier: InboxApplier(database: database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
+            applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
             inbox: inbox, metrics: metrics, logger: logger)
         let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]
@@ -64,34 +64,34 @@ struct Serve: AsyncParsableCommand {
         let appStoreClients = try AppStoreClients.make(settings, logger: logger)
         let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
             AppStoreReconciler(
-                database: database, client: client, logger: logger, applier: applier.inboxApplier, eventsStored: { applier.wake() })
+                store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
         }
         if stripe != nil || !appStoreReconcilers.isEmpty {
             let reconciler = stripe.map { stripe in
                 Reconciler(
-                    database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                    applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
+                    store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                    inbox: inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
             }
             services.append(.init(service: ReconcileScheduler(
-                reconciler: reconciler, appStore: appStoreReconcilers, database: database,
+                reconciler: reconciler, appStore: appStoreReconcilers, store: store,
                 configuration: .init(sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval),
                 metrics: metrics, logger: logger)))
         }
         if let stripe, let interval = settings.usageReportInterval {
             let reporter = UsageReporter(
-                database: database, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger, metrics: metrics)
+                store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger, metrics: metrics)
             services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
         }
         if stripe == nil {
             logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
         }
         var dependencies = BillingServerDependencies(
-            database: database,
+            store: store,
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
             committer: committer, metrics: metrics, benchmarkRoutes: benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
         dependencies.stripe = stripe
-        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: database, creating: true) : nil
+        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
         dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
         dependencies.appStoreOwnership = settings.appStoreOwnership
         dependencies.appStoreClients = appStoreClients
@@ -136,7 +136,7 @@ struct Serve: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
-        try database.close()
+        try store.close()
         logger.notice("billingd stopped cleanly")
     }
 
@@ -173,13 +173,13 @@ struct Serve: AsyncParsableCommand {
 enum LocalMode {
     static let metaKey = "local_webhook_secret"
 
-    static func secret(in database: LedgerDatabase, creating: Bool) async throws -> String? {
-        if let existing = try await database.metaValue(metaKey) { return existing }
+    static func secret(in store: any LedgerStore, creating: Bool) async throws -> String? {
+        if let existing = try await store.metaValue(metaKey) { return existing }
         guard creating else { return nil }
         var generator = SystemRandomNumberGenerator()
         let random = (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
         let secret = "whsec_local_\(random)"
-        try await database.setMetaValue(metaKey, secret)
+        try await store.setMetaValue(metaKey, secret)
         return secret
     }
 }

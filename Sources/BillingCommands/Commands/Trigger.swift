@@ -77,9 +77,9 @@ struct Trigger: AsyncParsableCommand {
                 throw ValidationError(
                     "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
             }
-            let database = try global.openDatabase(settings)
-            defer { try? database.close() }
-            guard let local = try await LocalMode.secret(in: database, creating: false) else {
+            let store = try global.openDatabase(settings)
+            defer { try? store.close() }
+            guard let local = try await LocalMode.secret(in: store, creating: false) else {
                 throw ValidationError(
                     "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
             }

@@ -55,18 +55,18 @@ struct UsageReportCommand: AsyncParsableCommand {
         let logger = global.logger("billingd.usage", level: settings.logLevel)
         let client = try StripeClients.make(
             settings, logger: logger, purpose: "sends usage to Stripe Billing Meters: a restricted key (rk_…) needs write access to billing meter events")
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
         var options = UsageReporter.Options()
         options.dryRun = dryRun
         options.retryFailed = retryFailed
         options.resendUnconfirmed = resendUnconfirmed
         options.concurrency = concurrency
-        let reporter = UsageReporter(database: database, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger)
+        let reporter = UsageReporter(store: store, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger)
         let summary: UsageReportSummary
         do {
             summary = try await reporter.run(options)
-        } catch let held as ReconcileRuns.LeaseHeld {
+        } catch let held as LeaseHeld {
             FileHandle.standardError.write(Data(
                 "billingd usage report: another usage report run holds the lease (\(held.holder), since \(UTCTimestamp.string(held.acquiredAt))); try again later. Nothing was done.\n".utf8))
             throw ExitCode(75)
@@ -128,18 +128,17 @@ struct UsageShow: AsyncParsableCommand {
         } catch {
             throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
         }
-        let database = try global.openDatabase(settings)
-        defer { try? database.close() }
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
         let scope = try BillingCommandSupport.scope(account, base: .forAPIKey(isLive: settings.apiKeyIsLive))
         let now = Int64(Date().timeIntervalSince1970)
-        let billing = try await UserLedger(database: database).billing(of: user, in: scope, stripeEntitlements: false)
+        let billing = try await store.users.billing(of: user, in: scope, stripeEntitlements: false)
         let resolution = billing.resolve(catalog, now: now)
-        let usage = UsageLedger(database: database)
-        let states = try await UsageController.states(usage, catalog: catalog, of: user, in: scope, resolution: resolution, now: now)
+        let states = try await UsageController.states(store.usage, catalog: catalog, of: user, in: scope, resolution: resolution, now: now)
         var tallies: [String: UsageReportTally] = [:]
         for state in states where state.meter.stripeMeter != nil {
             if let period = state.period {
-                tallies[state.meter.id] = try await usage.reportTally(scope: scope, user: user, meter: state.meter.id, period: period)
+                tallies[state.meter.id] = try await store.usageReports.reportTally(scope: scope, user: user, meter: state.meter.id, period: period)
             }
         }
         if json {

@@ -41,13 +41,13 @@ enum AppStoreSupport {
 
     /// Local mode's App Store PKI, generated once and kept in the ledger like the local webhook
     /// secret; trusted only by `serve --local`.
-    static func localPKI(in database: LedgerDatabase, creating: Bool) async throws -> AppStoreTestPKI? {
-        if let stored = try await database.metaValue(localPKIKey) {
+    static func localPKI(in store: any LedgerStore, creating: Bool) async throws -> AppStoreTestPKI? {
+        if let stored = try await store.metaValue(localPKIKey) {
             return try AppStoreTestPKI(serialized: stored)
         }
         guard creating else { return nil }
         let pki = try AppStoreTestPKI()
-        try await database.setMetaValue(localPKIKey, pki.serialized())
+        try await store.setMetaValue(localPKIKey, pki.serialized())
         return pki
     }
 }

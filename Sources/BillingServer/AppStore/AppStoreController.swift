@@ -44,13 +44,13 @@ public struct AppStoreController: Sendable {
     /// Where a user manages (and cancels) an App Store subscription: only they can.
     public static let manageSubscriptionsURL = "https://apps.apple.com/account/subscriptions"
 
-    let ledger: AppStoreLedger
-    let users: UserLedger
+    let ledger: any AppStoreLedgerStore
+    let users: any UserLedgerStore
     let configuration: Configuration
 
-    public init(database: LedgerDatabase, configuration: Configuration) {
-        ledger = AppStoreLedger(database: database)
-        users = UserLedger(database: database)
+    public init(store: any LedgerStore, configuration: Configuration) {
+        ledger = store.appStore
+        users = store.users
         self.configuration = configuration
     }
 
@@ -183,7 +183,7 @@ public struct AppStoreController: Sendable {
     }
 
     /// A restore's answer: the view, how many purchases were restored, and which were not.
-    func restoreResponse(_ user: String, outcomes: [AppStoreLedger.ReportOutcome], environment: String?) async throws -> Response {
+    func restoreResponse(_ user: String, outcomes: [AppStoreReportOutcome], environment: String?) async throws -> Response {
         var restored = Set<String>()
         var refused: [String] = []
         for outcome in outcomes {

@@ -32,8 +32,8 @@ public struct BillingActions: Sendable {
         public let url: String
     }
 
-    let ledger: UserLedger
-    let reconciliation: LedgerReconciliation
+    let ledger: any UserLedgerStore
+    let reconciliation: any LedgerReconciliationStore
     let client: StripeClient
     let customers: CustomerDirectory
     let catalog: PlanCatalog
@@ -42,11 +42,11 @@ public struct BillingActions: Sendable {
     /// - Parameters:
     ///   - catalog: decides what `plan` means and which subscriptions already grant it.
     ///   - now: the time plan resolution judges subscriptions at.
-    public init(database: LedgerDatabase, client: StripeClient, catalog: PlanCatalog, now: @escaping @Sendable () -> Date = Date.init) {
-        ledger = UserLedger(database: database)
-        reconciliation = LedgerReconciliation(database: database)
+    public init(store: any LedgerStore, client: StripeClient, catalog: PlanCatalog, now: @escaping @Sendable () -> Date = Date.init) {
+        ledger = store.users
+        reconciliation = store.reconciliation
         self.client = client
-        customers = CustomerDirectory(database: database, client: client)
+        customers = CustomerDirectory(store: store, client: client)
         self.catalog = catalog
         self.now = now
     }

@@ -29,15 +29,15 @@ public actor CustomerDirectory {
         let user: String
     }
 
-    private let ledger: UserLedger
-    private let reconciliation: LedgerReconciliation
+    private let ledger: any UserLedgerStore
+    private let reconciliation: any LedgerReconciliationStore
     private let client: StripeClient
     /// The lookup (and maybe creation) running for each user; removed when it ends.
     private var running: [Key: Task<Found, any Error>] = [:]
 
-    public init(database: LedgerDatabase, client: StripeClient) {
-        ledger = UserLedger(database: database)
-        reconciliation = LedgerReconciliation(database: database)
+    public init(store: any LedgerStore, client: StripeClient) {
+        ledger = store.users
+        reconciliation = store.reconciliation
         self.client = client
     }
 
@@ -64,7 +64,7 @@ public actor CustomerDirectory {
 
     /// Inside the per-user section: the ledger, then Stripe.
     private static func findOrCreate(
-        user: String, scope: ServiceScope, email: String?, ledger: UserLedger, reconciliation: LedgerReconciliation,
+        user: String, scope: ServiceScope, email: String?, ledger: any UserLedgerStore, reconciliation: any LedgerReconciliationStore,
         client: StripeClient, logger: Logger
     ) async throws -> Found {
         if let existing = try await ledger.customers(of: user, in: scope).first {

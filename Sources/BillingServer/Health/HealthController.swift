@@ -4,10 +4,10 @@ import Logging
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (the ledger accepts writes).
 public struct HealthController: Sendable {
-    let database: LedgerDatabase
+    let store: any LedgerStore
 
-    public init(database: LedgerDatabase) {
-        self.database = database
+    public init(store: any LedgerStore) {
+        self.store = store
     }
 
     public func addRoutes(to router: Router<some RequestContext>) {
@@ -16,7 +16,7 @@ public struct HealthController: Sendable {
         }
         router.get("/readyz") { _, context in
             do {
-                try await database.checkWritable()
+                try await store.checkWritable()
                 return APIError.jsonResponse(status: .ok, body: ["status": "ready"])
             } catch {
                 context.logger.error("readiness check failed", metadata: ["error": "\(error)"])

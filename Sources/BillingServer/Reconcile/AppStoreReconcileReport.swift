@@ -30,7 +30,7 @@ public struct AppStoreReconcileReport: Sendable, Codable {
         public var originalTransactionID: String
         /// `missing`, `status_differs` or `expiry_differs`.
         public var kind: String
-        /// Why it was checked (see ``AppStoreReconciliation/StaleReason``).
+        /// Why it was checked (see ``AppStoreStaleReason``).
         public var reason: String
         public var ledgerStatus: String?
         public var appleStatus: String

@@ -12,7 +12,7 @@ import Logging
 ///    Apple keeps it: 180 days in Production, 30 in the Sandbox) and puts every notification the inbox lacks into it, where the applier treats it like
 ///    a delivery (deduplicated by `notificationUUID`, so one that arrives later is a duplicate);
 /// 2. asks Get All Subscription Statuses about every subscription whose state may be stale (see
-///    ``AppStoreReconciliation/StaleReason``) and repairs through the same `signedDate` guard;
+///    ``AppStoreStaleReason``) and repairs through the same `signedDate` guard;
 /// 3. reports drift by kind (missing, status differs, expiry differs) with examples.
 ///
 /// It shares the `reconcile` lease with Stripe's reconcile, so a cron job, `serve`'s scheduler and
@@ -63,22 +63,25 @@ public struct AppStoreReconciler: Sendable {
     /// history a little after its date.
     static let cursorOverlap: Int64 = 3600
 
-    let database: LedgerDatabase
+    let store: any LedgerStore
     let client: AppStoreClient
     let logger: Logger
+    /// Where recovered notifications go, as deliveries do.
+    let inbox: InboxQueue
     let applier: InboxApplier
     let holder: String
     let now: @Sendable () -> Int64
     let eventsStored: @Sendable () -> Void
 
     public init(
-        database: LedgerDatabase, client: AppStoreClient, logger: Logger, applier: InboxApplier,
+        store: any LedgerStore, client: AppStoreClient, logger: Logger, inbox: InboxQueue, applier: InboxApplier,
         holder: String = Reconciler.defaultHolder, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         eventsStored: @escaping @Sendable () -> Void = {}
     ) {
-        self.database = database
+        self.store = store
         self.client = client
         self.logger = logger
+        self.inbox = inbox
         self.applier = applier
         self.holder = holder
         self.now = now
@@ -88,10 +91,10 @@ public struct AppStoreReconciler: Sendable {
     public var environment: AppStoreEnvironment { client.configuration.environment }
     var inboxAccount: String { "appstore:\(environment.rawValue)" }
 
-    /// Runs once. Throws ``ReconcileRuns/LeaseHeld`` when another run holds the lease (nothing
+    /// Runs once. Throws ``LeaseHeld`` when another run holds the lease (nothing
     /// recorded) and ``Failure`` when the run could not complete; drift is not a failure.
     public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> AppStoreReconcileReport {
-        let runs = ReconcileRuns(database: database)
+        let runs = store.reconcileRuns
         let lease = try await LeaseWatch.hold(Reconciler.leaseName, runs: runs, holder: holder, ttl: Reconciler.leaseTTL, now: now)
         defer { lease.stopRenewing() }
 
@@ -122,7 +125,7 @@ public struct AppStoreReconciler: Sendable {
         report.error = failure.map { "\($0)" }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let totals = ReconcileRuns.Totals(
+        let totals = ReconcileTotals(
             drift: report.totalDrift, repaired: report.subscriptions.repaired, recoveredEvents: report.notifications.recovered,
             objects: report.subscriptions.checked)
         try? await runs.finish(
@@ -148,7 +151,7 @@ public struct AppStoreReconciler: Sendable {
         _ options: Options, lease: LeaseWatch, progress: @Sendable (Progress) -> Void,
         into report: inout AppStoreReconcileReport
     ) async throws {
-        let runs = ReconcileRuns(database: database)
+        let runs = store.reconcileRuns
         let started = now()
         let window = Self.historyDays(environment)
         let earliest = started - window * 86_400 + Self.historyMargin
@@ -171,7 +174,6 @@ public struct AppStoreReconciler: Sendable {
         // Apple refuses an empty span (4000013); nothing can have happened in it anyway.
         guard from < started else { return }
 
-        let inbox = InboxQueue(database: database)
         var token: String?
         repeat {
             try lease.checkpoint()
@@ -221,7 +223,7 @@ public struct AppStoreReconciler: Sendable {
         _ options: Options, lease: LeaseWatch, progress: @Sendable (Progress) -> Void,
         into report: inout AppStoreReconcileReport
     ) async throws {
-        let reconciliation = AppStoreReconciliation(database: database)
+        let reconciliation = store.appStoreReconciliation
         let startedMilliseconds = now() * 1000
         var after: String?
         var seen = Set<String>()
@@ -235,7 +237,7 @@ public struct AppStoreReconciler: Sendable {
             for candidate in fresh { report.subscriptions.candidates[candidate.reason.rawValue, default: 0] += 1 }
 
             // Apple's answers for a page, fetched `concurrency` at a time, then judged in order.
-            var answers: [(reason: AppStoreReconciliation.StaleReason, statuses: [AppStoreLastTransaction])] = []
+            var answers: [(reason: AppStoreStaleReason, statuses: [AppStoreLastTransaction])] = []
             for chunk in stride(from: 0, to: fresh.count, by: max(1, options.concurrency)).map({ Array(fresh[$0..<min($0 + max(1, options.concurrency), fresh.count)]) }) {
                 try lease.checkpoint()
                 let fetched = try await withThrowingTaskGroup(of: (Int, [AppStoreLastTransaction]).self) { group in
@@ -268,10 +270,10 @@ public struct AppStoreReconciler: Sendable {
 
     /// Compares Apple's latest state of one subscription with the ledger's and repairs it.
     private func judge(
-        _ last: AppStoreLastTransaction, reason: AppStoreReconciliation.StaleReason, now: Int64, options: Options,
+        _ last: AppStoreLastTransaction, reason: AppStoreStaleReason, now: Int64, options: Options,
         into subscriptions: inout AppStoreReconcileReport.SubscriptionsReport
     ) async throws {
-        let reconciliation = AppStoreReconciliation(database: database)
+        let reconciliation = store.appStoreReconciliation
         subscriptions.checked += 1
         let held = try await reconciliation.record(environment: environment.rawValue, originalTransactionID: last.originalTransactionID)
         let apple = Self.status(last.status)

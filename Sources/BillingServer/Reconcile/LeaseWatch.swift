@@ -7,9 +7,9 @@ final class LeaseWatch: Sendable {
     private let lost = Mutex(false)
     private let renewal = Mutex<Task<Void, Never>?>(nil)
 
-    /// Takes the lease (throws ``ReconcileRuns/LeaseHeld`` when another run holds it) and starts renewing it.
+    /// Takes the lease (throws ``LeaseHeld`` when another run holds it) and starts renewing it.
     static func hold(
-        _ name: String, runs: ReconcileRuns, holder: String, ttl: Int64, now: @escaping @Sendable () -> Int64
+        _ name: String, runs: any ReconcileRunStore, holder: String, ttl: Int64, now: @escaping @Sendable () -> Int64
     ) async throws -> LeaseWatch {
         try await runs.acquire(name, holder: holder, ttl: ttl, now: now())
         let watch = LeaseWatch()
@@ -37,7 +37,7 @@ final class LeaseWatch: Sendable {
     func checkpoint() throws {
         try Task.checkCancellation()
         if isLost {
-            throw ReconcileRuns.LeaseHeld(holder: "another run (this run's lease expired)", acquiredAt: 0, expiresAt: 0)
+            throw LeaseHeld(holder: "another run (this run's lease expired)", acquiredAt: 0, expiresAt: 0)
         }
     }
 }

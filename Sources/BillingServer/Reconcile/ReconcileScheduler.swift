@@ -27,7 +27,7 @@ public final class ReconcileScheduler: Service, Sendable {
 
     private let reconciler: Reconciler?
     private let appStore: [AppStoreReconciler]
-    private let runs: ReconcileRuns
+    private let runs: any ReconcileRunStore
     private let configuration: Configuration
     private let metrics: BillingMetrics
     private let logger: Logger
@@ -36,12 +36,12 @@ public final class ReconcileScheduler: Service, Sendable {
     ///   - reconciler: Stripe's; nil without a Stripe key.
     ///   - appStore: one per App Store environment with an API, run on the full reconcile's interval.
     public init(
-        reconciler: Reconciler?, appStore: [AppStoreReconciler] = [], database: LedgerDatabase, configuration: Configuration,
+        reconciler: Reconciler?, appStore: [AppStoreReconciler] = [], store: any LedgerStore, configuration: Configuration,
         metrics: BillingMetrics, logger: Logger
     ) {
         self.reconciler = reconciler
         self.appStore = appStore
-        self.runs = ReconcileRuns(database: database)
+        self.runs = store.reconcileRuns
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
@@ -80,7 +80,7 @@ public final class ReconcileScheduler: Service, Sendable {
             where await isDue(mode: AppStoreReconciler.mode(appStoreReconciler.environment), interval: interval, now: now) {
                 do {
                     _ = try await appStoreReconciler.run(AppStoreReconciler.Options())
-                } catch is ReconcileRuns.LeaseHeld {
+                } catch is LeaseHeld {
                     logger.info("appstore reconcile skipped: another run holds the lease", metadata: ["environment": "\(appStoreReconciler.environment)"])
                 } catch {
                     // Logged with its report by AppStoreReconciler.
@@ -112,7 +112,7 @@ public final class ReconcileScheduler: Service, Sendable {
         if mode == "events" { options.kinds = [.events] }
         do {
             _ = try await reconciler.run(options)
-        } catch is ReconcileRuns.LeaseHeld {
+        } catch is LeaseHeld {
             logger.info("reconcile skipped: another run holds the lease", metadata: ["mode": "\(mode)"])
         } catch {
             // Reconciler has logged the failure with its report; the next tick tries again

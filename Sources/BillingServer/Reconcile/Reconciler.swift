@@ -60,12 +60,14 @@ public struct Reconciler: Sendable {
     /// visible in the list a little after its `created` second.
     static let cursorOverlap: Int64 = 300
 
-    let database: LedgerDatabase
+    let store: any LedgerStore
     let client: StripeClient
     let livemode: Bool
     let logger: Logger
     let now: @Sendable () -> Int64
     let holder: String
+    /// Where recovered events go, as webhook deliveries do.
+    let inbox: InboxQueue
     let applier: InboxApplier
     /// Called after recovered events were stored (serve wakes its applier).
     let eventsStored: @Sendable () -> Void
@@ -73,16 +75,17 @@ public struct Reconciler: Sendable {
     let catalog: PlanCatalog?
 
     public init(
-        database: LedgerDatabase, client: StripeClient, livemode: Bool, logger: Logger,
-        applier: InboxApplier, holder: String = Reconciler.defaultHolder, catalog: PlanCatalog? = nil,
+        store: any LedgerStore, client: StripeClient, livemode: Bool, logger: Logger,
+        inbox: InboxQueue, applier: InboxApplier, holder: String = Reconciler.defaultHolder, catalog: PlanCatalog? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         eventsStored: @escaping @Sendable () -> Void = {}
     ) {
-        self.database = database
+        self.store = store
         self.catalog = catalog
         self.client = client
         self.livemode = livemode
         self.logger = logger
+        self.inbox = inbox
         self.applier = applier
         self.holder = holder
         self.now = now
@@ -94,10 +97,10 @@ public struct Reconciler: Sendable {
         "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier)"
     }
 
-    /// Runs once. Throws ``ReconcileRuns/LeaseHeld`` (nothing recorded) when another run holds
+    /// Runs once. Throws ``LeaseHeld`` (nothing recorded) when another run holds
     /// the lease, and ``Failure`` when the run could not complete; drift is not a failure.
     public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ReconcileReport {
-        let runs = ReconcileRuns(database: database)
+        let runs = store.reconcileRuns
         let lost = try await LeaseWatch.hold(Self.leaseName, runs: runs, holder: holder, ttl: Self.leaseTTL, now: now)
         defer { lost.stopRenewing() }
 
@@ -133,7 +136,7 @@ public struct Reconciler: Sendable {
         report.error = failure.map { "\($0)" }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let totals = ReconcileRuns.Totals(
+        let totals = ReconcileTotals(
             drift: report.totalDrift, repaired: report.totalRepaired, recoveredEvents: report.events?.recovered ?? 0,
             objects: report.totalObjects)
         try? await runs.finish(
@@ -161,7 +164,7 @@ final class Walk: Sendable {
     let lost: LeaseWatch
     let progress: @Sendable (Reconciler.Progress) -> Void
     let requests = Mutex(0)
-    let ledger: LedgerReconciliation
+    let ledger: any LedgerReconciliationStore
     let account: String
 
     init(reconciler: Reconciler, options: Reconciler.Options, lost: LeaseWatch, progress: @escaping @Sendable (Reconciler.Progress) -> Void) {
@@ -169,7 +172,7 @@ final class Walk: Sendable {
         self.options = options
         self.lost = lost
         self.progress = progress
-        self.ledger = LedgerReconciliation(database: reconciler.database)
+        self.ledger = reconciler.store.reconciliation
         self.account = options.account ?? ""
     }
 
@@ -437,7 +440,7 @@ final class Walk: Sendable {
     /// Walks `/v1/events` from the stored cursor (at most Stripe's 30-day window) and puts every
     /// event the inbox lacks into it, where the applier treats it like a webhook delivery.
     func recoverEvents(into report: inout ReconcileReport) async throws {
-        let runs = ReconcileRuns(database: reconciler.database)
+        let runs = reconciler.store.reconcileRuns
         let now = reconciler.now()
         var events = ReconcileReport.EventsReport()
         let cursor = try await runs.eventCursor(account: account, livemode: livemode)
@@ -450,7 +453,7 @@ final class Walk: Sendable {
         } else if cursor == nil {
             logger.notice("no missed-events cursor yet: walking Stripe's whole 30-day event window")
         }
-        let inbox = InboxQueue(database: reconciler.database)
+        let inbox = reconciler.inbox
         var newest = cursor?.created ?? 0
         let receivedAt = Int64(Date().timeIntervalSince1970 * 1000)
         let pages = Prefetching(

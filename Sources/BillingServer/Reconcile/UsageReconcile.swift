@@ -82,11 +82,11 @@ extension Walk {
         var result = UsageReconcileReport()
         defer { report.usage = result }
         let now = reconciler.now()
-        let usage = UsageLedger(database: reconciler.database)
+        let usage = reconciler.store.usageReports
         let keys = try await usage.reportedUsageKeys(livemode: livemode, account: account, since: now - UsageReconcile.lookBack)
         guard !keys.isEmpty else { return }
         let meters = try await stripeMeters()
-        let users = UserLedger(database: reconciler.database)
+        let users = reconciler.store.users
         var periods: [String: UsagePeriod] = [:]
         var comparisons: [(ReportedUsageKey, String, UsagePeriod)] = []
         var missing = Set<String>()

@@ -18,11 +18,11 @@ public struct InvoiceExportController: Sendable {
         }
     }
 
-    let database: LedgerDatabase
+    let exports: any InvoiceExportStore
     let configuration: Configuration
 
-    public init(database: LedgerDatabase, configuration: Configuration = .init()) {
-        self.database = database
+    public init(store: any LedgerStore, configuration: Configuration = .init()) {
+        exports = store.invoiceExports
         self.configuration = configuration
     }
 
@@ -45,13 +45,12 @@ public struct InvoiceExportController: Sendable {
         headers[.contentDisposition] = #"attachment; filename="\#(name).\#(exportRequest.format.rawValue)""#
         headers[.cacheControl] = "no-store"
         headers[Self.schemaVersionHeader] = String(InvoiceExportSchema.version)
-        let exporter = InvoiceExporter(database: database)
         let invoicesPerPage = configuration.invoicesPerPage
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
                 do {
-                    let summary = try await exporter.stream(exportRequest, invoicesPerPage: invoicesPerPage) { bytes in
+                    let summary = try await exports.stream(exportRequest, invoicesPerPage: invoicesPerPage) { bytes in
                         try await writer.write(ByteBuffer(bytes: bytes))
                     }
                     try await writer.finish(nil)

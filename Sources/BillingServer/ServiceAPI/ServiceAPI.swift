@@ -5,7 +5,7 @@ import StripeAPI
 /// The service API for the app's backend, under `/v1/` behind a bearer token. It is off — its
 /// routes are not registered at all — when no token is configured (`BILLINGD_API_TOKENS`).
 public struct ServiceAPI: Sendable {
-    let database: LedgerDatabase
+    let store: any LedgerStore
     let tokens: [String]
     let export: InvoiceExportController.Configuration
     let users: UserController.Configuration
@@ -14,11 +14,11 @@ public struct ServiceAPI: Sendable {
     let appStore: AppStoreController.Configuration
 
     public init(
-        database: LedgerDatabase, tokens: [String], export: InvoiceExportController.Configuration = .init(),
+        store: any LedgerStore, tokens: [String], export: InvoiceExportController.Configuration = .init(),
         users: UserController.Configuration = .init(), stripe: StripeClient? = nil,
         appStore: AppStoreController.Configuration = .init(verifier: nil)
     ) {
-        self.database = database
+        self.store = store
         self.tokens = tokens
         self.export = export
         self.users = users
@@ -32,10 +32,10 @@ public struct ServiceAPI: Sendable {
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         guard isEnabled else { return }
         let v1 = router.group("v1").add(middleware: BearerTokenMiddleware<Context>(tokens: tokens))
-        InvoiceExportController(database: database, configuration: export).addRoutes(to: v1)
-        UserController(database: database, configuration: users).addRoutes(to: v1)
-        SessionController(database: database, stripe: stripe, configuration: users).addRoutes(to: v1)
-        AppStoreController(database: database, configuration: appStore).addRoutes(to: v1)
-        UsageController(database: database, configuration: users).addRoutes(to: v1)
+        InvoiceExportController(store: store, configuration: export).addRoutes(to: v1)
+        UserController(store: store, configuration: users).addRoutes(to: v1)
+        SessionController(store: store, stripe: stripe, configuration: users).addRoutes(to: v1)
+        AppStoreController(store: store, configuration: appStore).addRoutes(to: v1)
+        UsageController(store: store, configuration: users).addRoutes(to: v1)
     }
 }

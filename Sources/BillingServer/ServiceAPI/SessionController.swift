@@ -21,14 +21,14 @@ import StripeAPI
 public struct SessionController: Sendable {
     let actions: BillingActions?
     let scope: ServiceScope
-    let users: UserLedger
+    let users: any UserLedgerStore
     let configuration: UserController.Configuration
 
     /// - Parameter stripe: nil when billingd has no `STRIPE_API_KEY`.
-    public init(database: LedgerDatabase, stripe: StripeClient?, configuration: UserController.Configuration) {
-        actions = stripe.map { BillingActions(database: database, client: $0, catalog: configuration.catalog, now: configuration.now) }
+    public init(store: any LedgerStore, stripe: StripeClient?, configuration: UserController.Configuration) {
+        actions = stripe.map { BillingActions(store: store, client: $0, catalog: configuration.catalog, now: configuration.now) }
         scope = configuration.scope
-        users = UserLedger(database: database)
+        users = store.users
         self.configuration = configuration
     }
 

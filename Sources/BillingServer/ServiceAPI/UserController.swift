@@ -32,14 +32,14 @@ public struct UserController: Sendable {
         }
     }
 
-    let ledger: UserLedger
-    let database: LedgerDatabase
+    let ledger: any UserLedgerStore
+    let usage: any UsageStore
     let configuration: Configuration
     let unmappedPrices: UnmappedPriceWarnings
 
-    public init(database: LedgerDatabase, configuration: Configuration) {
-        ledger = UserLedger(database: database)
-        self.database = database
+    public init(store: any LedgerStore, configuration: Configuration) {
+        ledger = store.users
+        usage = store.usage
         self.configuration = configuration
         unmappedPrices = UnmappedPriceWarnings()
     }
@@ -53,7 +53,7 @@ public struct UserController: Sendable {
             let resolved = try await resolve(request, context: context, stripeEntitlements: true)
             let user = resolved.request
             let usage = try await UsageController.states(
-                UsageLedger(database: database), catalog: configuration.catalog, of: user.user, in: user.scope,
+                usage, catalog: configuration.catalog, of: user.user, in: user.scope,
                 resolution: resolved.resolution, now: Int64(configuration.now().timeIntervalSince1970))
             return EntitlementsView(user: user.user, scope: user.scope, resolution: resolved.resolution, usage: usage).response()
         }

@@ -25,14 +25,14 @@ public struct UsageController: Sendable {
     static let maximumQuantity: Int64 = 1_000_000_000_000
     static let maximumKeyBytes = 255
 
-    let users: UserLedger
-    let usage: UsageLedger
+    let users: any UserLedgerStore
+    let usage: any UsageStore
     let committer: BatchCommitter<UsageOperation, UsageOutcome>
     let configuration: UserController.Configuration
 
-    public init(database: LedgerDatabase, configuration: UserController.Configuration) {
-        users = UserLedger(database: database)
-        usage = UsageLedger(database: database)
+    public init(store: any LedgerStore, configuration: UserController.Configuration) {
+        users = store.users
+        usage = store.usage
         committer = usage.committer()
         self.configuration = configuration
     }
@@ -147,7 +147,7 @@ public struct UsageController: Sendable {
     /// Every meter of `catalog` for a user (`GET …/usage`, embedded in `…/entitlements`, and
     /// `billingd usage show`).
     public static func states(
-        _ usage: UsageLedger, catalog: PlanCatalog, of user: String, in scope: ServiceScope, resolution: PlanResolution, now: Int64
+        _ usage: any UsageStore, catalog: PlanCatalog, of user: String, in scope: ServiceScope, resolution: PlanResolution, now: Int64
     ) async throws -> [UsageMeterState] {
         guard !catalog.meters.isEmpty else { return [] }
         let period = resolution.usagePeriod(now: now)

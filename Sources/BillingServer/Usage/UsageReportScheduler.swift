@@ -32,7 +32,7 @@ public struct UsageReportScheduler: Service {
         guard !Task.isShuttingDownGracefully else { return }
         do {
             _ = try await reporter.run(shouldStop: { Task.isShuttingDownGracefully })
-        } catch is ReconcileRuns.LeaseHeld {
+        } catch is LeaseHeld {
             logger.info("usage report skipped: another run holds the usage-report lease")
         } catch {
             // The reporter logged the failure with its summary; the next tick tries again.

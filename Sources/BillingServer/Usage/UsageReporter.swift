@@ -54,9 +54,9 @@ public struct UsageReporter: Sendable {
     static let flushCount = 256
     static let maximumPasses = 20
 
-    let usage: UsageLedger
-    let users: UserLedger
-    let runs: ReconcileRuns
+    let usage: any UsageReportStore
+    let users: any UserLedgerStore
+    let runs: any ReconcileRunStore
     let client: StripeClient
     let livemode: Bool
     let logger: Logger
@@ -68,12 +68,12 @@ public struct UsageReporter: Sendable {
     ///   - livemode: the key's mode; records of the other mode are left alone.
     ///   - now: Unix seconds; tests move it.
     public init(
-        database: LedgerDatabase, client: StripeClient, livemode: Bool, logger: Logger, metrics: BillingMetrics? = nil,
+        store: any LedgerStore, client: StripeClient, livemode: Bool, logger: Logger, metrics: BillingMetrics? = nil,
         holder: String = Reconciler.defaultHolder, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
-        usage = UsageLedger(database: database)
-        users = UserLedger(database: database)
-        runs = ReconcileRuns(database: database)
+        usage = store.usageReports
+        users = store.users
+        runs = store.reconcileRuns
         self.client = client
         self.livemode = livemode
         self.logger = logger
@@ -82,7 +82,7 @@ public struct UsageReporter: Sendable {
         self.now = now
     }
 
-    /// Reports what is due. Throws ``ReconcileRuns/LeaseHeld`` (nothing done) when another run
+    /// Reports what is due. Throws ``LeaseHeld`` (nothing done) when another run
     /// holds the lease, and ``Failure`` when the run could not complete.
     /// - Parameter shouldStop: asked between records; true stops sending (a graceful shutdown),
     ///   and the calls in flight finish and are recorded.

@@ -2,29 +2,22 @@ import BillingCore
 import Foundation
 import GRDB
 
-/// The App Store side of the ledger as the service API uses it: transactions the app forwards
-/// (recorded and applied before the answer), appAccountTokens, and a user's purchases.
-public struct AppStoreLedger: Sendable {
+/// The SQLite ``AppStoreLedgerStore``: the App Store side of the ledger as the service API uses it:
+/// transactions the app forwards (recorded and applied before the answer), appAccountTokens, and a
+/// user's purchases.
+public struct AppStoreLedger: AppStoreLedgerStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
         self.database = database
     }
 
-    /// What became of one forwarded transaction.
-    public enum ReportOutcome: Sendable, Equatable {
-        /// Recorded, applied and tied to the user (`duplicate`: the same report came before).
-        case recorded(originalTransactionID: String, duplicate: Bool)
-        /// Another user owns the purchase and `APPSTORE_OWNERSHIP` keeps it with them: nothing stored.
-        case ownedByOtherUser(originalTransactionID: String)
-    }
-
     /// Records verified transactions the app forwarded for their users, in one transaction:
     /// each becomes an inbox row (so that replay rebuilds it) applied at once, and its original
     /// transaction is tied to the user, unless another user owns it under the `keep` rule.
-    public func record(_ reports: [AppStoreAppTransaction], receivedAt: Int64) async throws -> [ReportOutcome] {
+    public func record(_ reports: [AppStoreAppTransaction], receivedAt: Int64) async throws -> [AppStoreReportOutcome] {
         try await database.writer.write { db in
-            var outcomes: [ReportOutcome] = []
+            var outcomes: [AppStoreReportOutcome] = []
             for report in reports {
                 let transaction = report.transaction
                 let environment = transaction.environment ?? AppStoreEnvironment.production.rawValue

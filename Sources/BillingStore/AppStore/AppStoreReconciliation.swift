@@ -2,32 +2,21 @@ import BillingCore
 import Foundation
 import GRDB
 
-/// What App Store reconcile reads from and writes to the ledger: subscriptions whose state may
-/// be stale, and the repairs fetched from the App Store Server API, which go into the inbox like
-/// deliveries (so a replay rebuilds them) and are applied under the same `signedDate` guard.
-public struct AppStoreReconciliation: Sendable {
+/// The SQLite ``AppStoreReconciliationStore``: what App Store reconcile reads from and writes to
+/// the ledger: subscriptions whose state may be stale, and the repairs fetched from the App Store
+/// Server API, which go into the inbox like deliveries (so a replay rebuilds them) and are applied
+/// under the same `signedDate` guard.
+public struct AppStoreReconciliation: AppStoreReconciliationStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
         self.database = database
     }
 
-    /// Why a subscription is worth asking Apple about.
-    public enum StaleReason: String, Sendable, Codable, CaseIterable {
-        /// The latest signed data said active, and its expiry date has passed with no renewal.
-        case expiredWhileActive = "expired_while_active"
-        /// In billing retry or the grace period: Apple will recover or end it without telling twice.
-        case billingRetry = "billing_retry"
-        /// The app reported a transaction and no notification about the purchase came since.
-        case reportedWithoutNotification = "reported_without_notification"
-        /// An App Store delivery about it could not be applied.
-        case failedDelivery = "failed_delivery"
-    }
-
     /// Subscriptions whose state may be stale at `now` (Unix ms), in original transaction id
     /// order after `after`, at most `limit`; a keyset page, so that memory stays flat.
     public func staleSubscriptions(environment: String, now: Int64, after: String?, limit: Int) async throws
-        -> [(originalTransactionID: String, reason: StaleReason)]
+        -> [(originalTransactionID: String, reason: AppStoreStaleReason)]
     {
         try await database.writer.read { db in
             let rows = try Row.fetchAll(
@@ -49,9 +38,9 @@ public struct AppStoreReconciliation: Sendable {
                     ORDER BY s.originalTransactionID
                     """),
                 arguments: [environment, now, after ?? ""])
-            var stale: [(String, StaleReason)] = []
+            var stale: [(String, AppStoreStaleReason)] = []
             for row in rows {
-                guard let reason = (row["reason"] as String?).flatMap(StaleReason.init(rawValue:)) else { continue }
+                guard let reason = (row["reason"] as String?).flatMap(AppStoreStaleReason.init(rawValue:)) else { continue }
                 stale.append((row["originalTransactionID"], reason))
                 if stale.count == limit { break }
             }

@@ -5,8 +5,9 @@ import Synchronization
 /// The ledger's SQLite database: one `DatabasePool` in WAL mode with `synchronous=FULL`, so a
 /// committed transaction survives power loss, and migrations applied at open.
 public struct LedgerDatabase: Sendable {
-    /// The GRDB writer behind every store in this module.
-    public let writer: any DatabaseWriter
+    /// The GRDB writer behind every store in this module. Package, not public: nothing above
+    /// BillingStore may spell SQL; the package's tests use it for raw-SQL assertions.
+    package let writer: any DatabaseWriter
     /// Where the database lives; nil for an in-memory database.
     public let path: String?
     /// Set by the first ``close()``: GRDB crashes on a pool closed twice.
@@ -129,17 +130,10 @@ public enum LedgerDatabaseError: Error, CustomStringConvertible {
 }
 
 extension LedgerDatabase {
-    /// What a backup wrote.
-    public struct BackupResult: Sendable {
-        public let path: String
-        public let bytes: Int64
-        public let events: Int
-    }
-
     /// Copies the live database to `path` with SQLite's online backup (consistent while
     /// `serve` keeps writing), checks the copy's integrity, fsyncs it and only then renames it
     /// into place, so `path` is never a partial backup.
-    public func backup(to path: String, overwrite: Bool) async throws -> BackupResult {
+    public func backup(to path: String, overwrite: Bool) async throws -> LedgerBackup {
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: path), !overwrite {
             throw LedgerDatabaseError.backupTargetExists(path)
@@ -175,7 +169,7 @@ extension LedgerDatabase {
             if fileManager.fileExists(atPath: path) { try fileManager.removeItem(atPath: path) }
             try fileManager.moveItem(atPath: temporary, toPath: path)
             let bytes = (try fileManager.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-            return BackupResult(path: path, bytes: bytes, events: events)
+            return LedgerBackup(path: path, bytes: bytes, events: events)
         } catch {
             try? fileManager.removeItem(atPath: temporary)
             throw error

@@ -3,10 +3,11 @@ import Foundation
 import GRDB
 import Synchronization
 
-/// Exports the ledger's invoices for finance as CSV or JSON Lines, streamed: rows go from a
-/// SQLite cursor through a fixed-size buffer to their destination, so memory stays flat
-/// whatever the number of invoices. The same ledger always gives byte-identical output.
-public struct InvoiceExporter: Sendable {
+/// The SQLite ``InvoiceExportStore``: exports the ledger's invoices for finance as CSV or JSON
+/// Lines, streamed: rows go from a SQLite cursor through a fixed-size buffer to their destination,
+/// so memory stays flat whatever the number of invoices. The same ledger always gives
+/// byte-identical output.
+public struct InvoiceExporter: InvoiceExportStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {

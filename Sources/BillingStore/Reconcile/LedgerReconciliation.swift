@@ -51,10 +51,11 @@ public struct PageReconciliation: Sendable {
     public init() {}
 }
 
-/// Compares objects fetched from Stripe with the ledger and repairs the ledger through the same
-/// version guard as webhooks. Each page is one write transaction, so the applier never sees a
-/// half-repaired page and a repair never races an event for the same object.
-public struct LedgerReconciliation: Sendable {
+/// The SQLite ``LedgerReconciliationStore``: compares objects fetched from Stripe with the ledger
+/// and repairs the ledger through the same version guard as webhooks. Each page is one write
+/// transaction, so the applier never sees a half-repaired page and a repair never races an event
+/// for the same object.
+public struct LedgerReconciliation: LedgerReconciliationStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {

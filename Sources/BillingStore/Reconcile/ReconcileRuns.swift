@@ -1,31 +1,15 @@
 import Foundation
 import GRDB
 
-/// The lease, run records and event cursor of reconcile, on the ledger database. The lease is a
-/// row with an expiry rather than a file lock so that it also holds across processes and hosts
-/// sharing one ledger, and so that a run killed with `kill -9` stops blocking once it expires.
-public struct ReconcileRuns: Sendable {
+/// The SQLite ``ReconcileRunStore``: the lease, run records and event cursor of reconcile. The
+/// lease is a row with an expiry rather than a file lock so that it also holds across processes and
+/// hosts sharing one ledger, and so that a run killed with `kill -9` stops blocking once it
+/// expires.
+public struct ReconcileRuns: ReconcileRunStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
         self.database = database
-    }
-
-    /// Another run holds the lease.
-    public struct LeaseHeld: Error, CustomStringConvertible {
-        public let holder: String
-        public let acquiredAt: Int64
-        public let expiresAt: Int64
-
-        public init(holder: String, acquiredAt: Int64, expiresAt: Int64) {
-            self.holder = holder
-            self.acquiredAt = acquiredAt
-            self.expiresAt = expiresAt
-        }
-
-        public var description: String {
-            "another reconcile run holds the lease (\(holder), since \(UTCTimestamp.string(acquiredAt))); it expires at \(UTCTimestamp.string(expiresAt)) unless renewed"
-        }
     }
 
     /// Takes the named lease for `ttl` seconds, or throws ``LeaseHeld`` when someone else holds an
@@ -69,44 +53,6 @@ public struct ReconcileRuns: Sendable {
 
     // MARK: Runs
 
-    /// How a run went.
-    public enum Outcome: String, Sendable, Codable {
-        case running, completed, failed
-        /// The process stopped before the run finished (found at the next start).
-        case interrupted
-    }
-
-    /// One reconcile run as recorded.
-    public struct Run: Sendable, Equatable {
-        public let id: Int64
-        public let mode: String
-        public let holder: String
-        public let startedAt: Int64
-        public let finishedAt: Int64?
-        public let outcome: Outcome
-        public let dryRun: Bool
-        public let drift: Int
-        public let repaired: Int
-        public let recoveredEvents: Int
-        public let objects: Int
-        public let error: String?
-    }
-
-    /// The figures a run ends with.
-    public struct Totals: Sendable, Equatable {
-        public var drift = 0
-        public var repaired = 0
-        public var recoveredEvents = 0
-        public var objects = 0
-
-        public init(drift: Int = 0, repaired: Int = 0, recoveredEvents: Int = 0, objects: Int = 0) {
-            self.drift = drift
-            self.repaired = repaired
-            self.recoveredEvents = recoveredEvents
-            self.objects = objects
-        }
-    }
-
     /// Records the start of a run. Runs of this holder's earlier lives that never finished are
     /// marked interrupted first.
     public func start(mode: String, holder: String, dryRun: Bool, now: Int64) async throws -> Int64 {
@@ -130,7 +76,7 @@ public struct ReconcileRuns: Sendable {
     }
 
     /// Records how a run ended, with its JSON report.
-    public func finish(_ id: Int64, outcome: Outcome, totals: Totals, error: String?, report: Data?, now: Int64) async throws {
+    public func finish(_ id: Int64, outcome: ReconcileRunOutcome, totals: ReconcileTotals, error: String?, report: Data?, now: Int64) async throws {
         try await database.writer.write { db in
             try db.execute(
                 sql: """
@@ -142,7 +88,7 @@ public struct ReconcileRuns: Sendable {
     }
 
     /// The latest finished run of a mode (any outcome) and the latest completed one.
-    public func latest(mode: String) async throws -> (finished: Run?, completed: Run?) {
+    public func latest(mode: String) async throws -> (finished: ReconcileRun?, completed: ReconcileRun?) {
         try await database.writer.read { db in
             let columns = "id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recoveredEvents, objects, error"
             let finished = try Row.fetchOne(
@@ -162,10 +108,10 @@ public struct ReconcileRuns: Sendable {
         }
     }
 
-    private static func run(_ row: Row) -> Run {
-        Run(
+    private static func run(_ row: Row) -> ReconcileRun {
+        ReconcileRun(
             id: row["id"], mode: row["mode"], holder: row["holder"], startedAt: row["startedAt"], finishedAt: row["finishedAt"],
-            outcome: Outcome(rawValue: row["outcome"]) ?? .failed, dryRun: row["dryRun"], drift: row["drift"],
+            outcome: ReconcileRunOutcome(rawValue: row["outcome"]) ?? .failed, dryRun: row["dryRun"], drift: row["drift"],
             repaired: row["repaired"], recoveredEvents: row["recoveredEvents"], objects: row["objects"], error: row["error"])
     }
 

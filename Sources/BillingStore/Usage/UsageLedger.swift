@@ -32,7 +32,7 @@ public struct UsageRecordInput: Sendable, Equatable {
     }
 }
 
-/// A write to the usage tables; a batch of them shares one transaction (``UsageLedger/committer``).
+/// A write to the usage tables; a batch of them shares one transaction (``UsageStore/committer(maximumBatch:)``).
 public enum UsageOperation: Sendable, Equatable {
     /// Usage that happened: never refused for the limit.
     case record(UsageRecordInput)
@@ -56,22 +56,18 @@ public enum UsageOutcome: Sendable, Equatable {
     }
 }
 
-/// The usage side of the ledger: records, counters' totals per period and gauges.
+/// The usage side of the ledger on SQLite (``UsageStore`` and ``UsageReportStore``): records,
+/// counters' totals per period and gauges, and the queue of reports to Stripe.
 ///
-/// Every write is durable before the caller hears of it, through ``committer``: concurrent
-/// requests share a transaction (one fsync), and within it operations run one after another,
-/// so concurrent consumes see each other and never overshoot a hard limit.
-public struct UsageLedger: Sendable {
+/// Every write is durable before the caller hears of it, through
+/// ``UsageStore/committer(maximumBatch:)``: concurrent requests share a transaction (one fsync),
+/// and within it operations run one after another, so concurrent consumes see each other and
+/// never overshoot a hard limit.
+public struct UsageLedger: UsageStore, UsageReportStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
         self.database = database
-    }
-
-    /// A group committer of usage operations for the service API.
-    public func committer(maximumBatch: Int = 512) -> BatchCommitter<UsageOperation, UsageOutcome> {
-        let ledger = self
-        return BatchCommitter(maximumBatch: maximumBatch) { operations in try await ledger.apply(operations) }
     }
 
     /// Applies operations in order, in one transaction.

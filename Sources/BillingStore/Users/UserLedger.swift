@@ -1,14 +1,15 @@
 import BillingCore
 import GRDB
 
-/// The service API's reads of the ledger, per app user: their customers, subscriptions,
-/// entitlements, invoices and payment methods. Each call is one read transaction on a reader
-/// connection (never the writer), with cached statements on covering indexes, so that a client
-/// polling every few seconds costs a few index lookups and no Stripe call.
+/// The SQLite ``UserLedgerStore``: the service API's reads of the ledger, per app user: their
+/// customers, subscriptions, entitlements, invoices and payment methods. Each call is one read
+/// transaction on a reader connection (never the writer), with cached statements on covering
+/// indexes, so that a client polling every few seconds costs a few index lookups and no Stripe
+/// call.
 ///
 /// A user's customers are the union of customers whose `metadata.app_user_id` is the user (not
 /// deleted) and customers a completed Checkout session tied to the user (`client_reference_id`).
-public struct UserLedger: Sendable {
+public struct UserLedger: UserLedgerStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
@@ -23,7 +24,7 @@ public struct UserLedger: Sendable {
     /// The user's customers, subscriptions and active Stripe Entitlements in `scope`.
     /// - Parameter stripeEntitlements: false leaves ``UserBilling/stripeEntitlements`` empty and
     ///   saves their lookup, for answers that do not show them.
-    public func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool = true) async throws -> UserBilling {
+    public func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool) async throws -> UserBilling {
         try await read { db in try Self.billing(of: user, in: scope, stripeEntitlements: stripeEntitlements, db: db) }
     }
 
