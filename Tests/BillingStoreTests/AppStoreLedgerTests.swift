@@ -103,7 +103,7 @@ enum AppStoreFactory {
 }
 
 extension TestLedger {
-    func deliverAppStore(_ bodies: [[UInt8]]) async throws -> InboxApplier.Pass {
+    func deliverAppStore(_ bodies: [[UInt8]]) async throws -> ApplyPass {
         _ = try await inbox.insert(bodies.map(AppStoreFactory.delivery))
         return try await applier.drain()
     }

@@ -40,7 +40,7 @@ struct TestLedger {
     let inbox: InboxQueue
     let applier: InboxApplier
 
-    init(configuration: InboxApplier.Configuration = .init(firstRetryDelay: .zero)) throws {
+    init(configuration: ApplierConfiguration = .init(firstRetryDelay: .zero)) throws {
         database = try LedgerDatabase.inMemory()
         inbox = InboxQueue(database: database)
         applier = InboxApplier(database: database, configuration: configuration)
@@ -48,7 +48,7 @@ struct TestLedger {
 
     /// Stores the bodies as deliveries and applies everything due.
     @discardableResult
-    func deliver(_ bodies: [[UInt8]]) async throws -> InboxApplier.Pass {
+    func deliver(_ bodies: [[UInt8]]) async throws -> ApplyPass {
         _ = try await inbox.insert(bodies.map(EventFactory.delivery))
         return try await applier.drain()
     }

@@ -73,8 +73,8 @@ struct AppStoreReconcile: AsyncParsableCommand {
         var exitCode: Int32?
         for client in clients {
             let reconciler = AppStoreReconciler(
-                store: store, client: client, logger: logger, inbox: InboxQueue(database: store.database),
-                applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+                store: store, client: client, logger: logger, inbox: store.inbox,
+                applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)))
             do {
                 reports.append(try await reconciler.run(options) { progress in
                     Output.progress("appstore reconcile \(client.configuration.environment): \(progress.phase) \(progress.done) done, \(progress.drift) found")
@@ -288,7 +288,7 @@ struct AppStoreTestNotification: AsyncParsableCommand {
         guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
-        let inbox = InboxQueue(database: store.database)
+        let inbox = store.inbox
         let environment = client.configuration.environment
         do {
             let token = try await client.requestTestNotification()

@@ -48,9 +48,9 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let database = try global.openDatabase(settings).database
-            defer { try? database.close() }
-            let events = try await InboxQueue(database: database).list(
+            let store = try global.openDatabase(settings)
+            defer { try? store.close() }
+            let events = try await store.inbox.list(
                 .init(statuses: status, type: type, objectID: object, afterSeq: after, limit: limit))
             if json {
                 print(Output.json(events.map(Self.dictionary)))
@@ -120,9 +120,9 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let database = try global.openDatabase(settings).database
-            defer { try? database.close() }
-            let inbox = InboxQueue(database: database)
+            let store = try global.openDatabase(settings)
+            defer { try? store.close() }
+            let inbox = store.inbox
             guard let eventID else {
                 let count = try await inbox.retryAllFailed()
                 print("Re-queued \(count) event\(count == 1 ? "" : "s").")

@@ -196,8 +196,8 @@ struct Export: AsyncParsableCommand {
             options.applyRecoveredEvents = true
             if let account = request.account, !account.isEmpty { options.account = account }
             let reconciler = Reconciler(
-                store: store, client: client, livemode: keyIsLive, logger: logger, inbox: InboxQueue(database: store.database),
-                applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)))
+                store: store, client: client, livemode: keyIsLive, logger: logger, inbox: store.inbox,
+                applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)))
             do {
                 let report = try await reconciler.run(options) { progress in
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")

@@ -15,9 +15,9 @@ struct Inspect: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let database = try global.openDatabase(settings).database
-        defer { try? database.close() }
-        guard let view = try await LedgerMaintenance(database: database).inspect(id: id) else {
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
+        guard let view = try await store.maintenance.inspect(id: id) else {
             throw ValidationError("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")
         }
         print(Output.json(view))

@@ -89,8 +89,8 @@ struct Reconcile: AsyncParsableCommand {
             }
             let reconciler = Reconciler(
                 store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                inbox: InboxQueue(database: store.database),
-                applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
+                inbox: store.inbox,
+                applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
             do {
                 stripeReport = try await reconciler.run(options) { progress in
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")

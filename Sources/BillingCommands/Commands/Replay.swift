@@ -21,13 +21,13 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let database = try global.openDatabase(settings).database
-        defer { try? database.close() }
-        let maintenance = LedgerMaintenance(database: database)
+        let store = try global.openDatabase(settings)
+        defer { try? store.close() }
+        let maintenance = store.maintenance
         let before = verify ? try await maintenance.dump() : ""
-        let total = try await InboxQueue(database: database).count()
+        let total = try await store.inbox.count()
         let started = ContinuousClock.now
-        let applier = InboxApplier(database: database, configuration: .init(batchSize: 1000, apiVersion: settings.stripeAPIVersion))
+        let applier = store.applier(.init(batchSize: 1000, apiVersion: settings.stripeAPIVersion))
         let pass = try await maintenance.replay(applier: applier) { done in
             Output.progress("replay: \(done) / \(total) events")
         }

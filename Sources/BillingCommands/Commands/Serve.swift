@@ -13,7 +13,7 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Receive Stripe webhooks, apply them to the ledger and answer the service API.",
         discussion: """
-            Listens on BILLINGD_HOST:BILLINGD_PORT with POST /webhooks/stripe, GET /healthz, GET /readyz and GET /metrics. A delivery is answered 2xx only once it is committed to the ledger database and fsynced; it is applied to the ledger right after, in order. SIGTERM or SIGINT stops accepting, finishes what is in flight and closes the database.
+            Listens on BILLINGD_HOST:BILLINGD_PORT with POST /webhooks/stripe, GET /healthz, GET /readyz and GET /metrics. A delivery is answered 2xx only once it is committed to the ledger database and fsynced, applied to the ledger in the same transaction; one that cannot be applied yet (it does not decode, or its ledger write fails) is kept and retried by the applier with backoff. SIGTERM or SIGINT stops accepting, finishes what is in flight and closes the database.
 
             To try billingd without a Stripe account, run `billingd serve --local`: it generates a webhook secret, keeps it in the database, and `billingd trigger EVENT_TYPE` signs sample events with it.
             """)
@@ -54,9 +54,9 @@ struct Serve: AsyncParsableCommand {
         }
 
         let metrics = BillingMetrics()
-        let inbox = InboxQueue(database: store.database)
+        let inbox = store.inbox
         let applier = ApplierService(
-            applier: InboxApplier(database: store.database, configuration: .init(apiVersion: settings.stripeAPIVersion)),
+            applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)),
             inbox: inbox, metrics: metrics, logger: logger)
         let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]

@@ -67,14 +67,14 @@ public struct AppStoreReconciler: Sendable {
     let client: AppStoreClient
     let logger: Logger
     /// Where recovered notifications go, as deliveries do.
-    let inbox: InboxQueue
-    let applier: InboxApplier
+    let inbox: any EventInbox
+    let applier: any EventApplier
     let holder: String
     let now: @Sendable () -> Int64
     let eventsStored: @Sendable () -> Void
 
     public init(
-        store: any LedgerStore, client: AppStoreClient, logger: Logger, inbox: InboxQueue, applier: InboxApplier,
+        store: any LedgerStore, client: AppStoreClient, logger: Logger, inbox: any EventInbox, applier: any EventApplier,
         holder: String = Reconciler.defaultHolder, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         eventsStored: @escaping @Sendable () -> Void = {}
     ) {

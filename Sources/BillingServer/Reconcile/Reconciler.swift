@@ -67,8 +67,8 @@ public struct Reconciler: Sendable {
     let now: @Sendable () -> Int64
     let holder: String
     /// Where recovered events go, as webhook deliveries do.
-    let inbox: InboxQueue
-    let applier: InboxApplier
+    let inbox: any EventInbox
+    let applier: any EventApplier
     /// Called after recovered events were stored (serve wakes its applier).
     let eventsStored: @Sendable () -> Void
     /// Decides users' usage periods for the `usage` kind; calendar months without one.
@@ -76,7 +76,7 @@ public struct Reconciler: Sendable {
 
     public init(
         store: any LedgerStore, client: StripeClient, livemode: Bool, logger: Logger,
-        inbox: InboxQueue, applier: InboxApplier, holder: String = Reconciler.defaultHolder, catalog: PlanCatalog? = nil,
+        inbox: any EventInbox, applier: any EventApplier, holder: String = Reconciler.defaultHolder, catalog: PlanCatalog? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         eventsStored: @escaping @Sendable () -> Void = {}
     ) {

@@ -7,16 +7,16 @@ import ServiceLifecycle
 /// every second for retries that come due. It never holds up acknowledgement: webhooks are
 /// answered once stored, and this service catches up behind them.
 public final class ApplierService: Service, Sendable {
-    private let applier: InboxApplier
+    private let applier: any EventApplier
     /// The applier this service drives (reconcile applies recovered events through it).
-    public var inboxApplier: InboxApplier { applier }
-    private let inbox: InboxQueue
+    public var inboxApplier: any EventApplier { applier }
+    private let inbox: any EventInbox
     private let metrics: BillingMetrics
     private let logger: Logger
     private let wakeups: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
-    public init(applier: InboxApplier, inbox: InboxQueue, metrics: BillingMetrics, logger: Logger) {
+    public init(applier: any EventApplier, inbox: any EventInbox, metrics: BillingMetrics, logger: Logger) {
         self.applier = applier
         self.inbox = inbox
         self.metrics = metrics
@@ -60,12 +60,12 @@ public final class ApplierService: Service, Sendable {
     }
 
     /// Counts what a group commit applied, and wakes the applier for what it left queued.
-    public func ingested(_ ingested: InboxApplier.Ingested) {
+    public func ingested(_ ingested: IngestResult) {
         record(ingested.pass)
         if ingested.queued > 0 { wake() }
     }
 
-    private func record(_ pass: InboxApplier.Pass) {
+    private func record(_ pass: ApplyPass) {
         metrics.count("billingd_events_applied_total", by: pass.applied, dimensions: [("effect", "applied")])
         metrics.count("billingd_events_applied_total", by: pass.stale, dimensions: [("effect", "stale")])
         metrics.count("billingd_events_applied_total", by: pass.ignored, dimensions: [("effect", "ignored")])

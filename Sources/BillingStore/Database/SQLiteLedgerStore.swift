@@ -1,14 +1,18 @@
 /// The ledger on SQLite: each role's store is a small struct over the one ``LedgerDatabase``,
 /// so vending one costs nothing and every store shares its writer and readers.
 public struct SQLiteLedgerStore: LedgerStore {
-    /// The database behind every store. Public for what is not behind ``LedgerStore`` yet: the
-    /// inbox, its applier and ledger maintenance are still built from it.
-    public let database: LedgerDatabase
+    /// The database behind every store.
+    package let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
         self.database = database
     }
 
+    public var inbox: any EventInbox { InboxQueue(database: database) }
+    public func applier(_ configuration: ApplierConfiguration) -> any EventApplier {
+        InboxApplier(database: database, configuration: configuration)
+    }
+    public var maintenance: any LedgerMaintenanceStore { LedgerMaintenance(database: database) }
     public var users: any UserLedgerStore { UserLedger(database: database) }
     public var reconcileRuns: any ReconcileRunStore { ReconcileRuns(database: database) }
     public var reconciliation: any LedgerReconciliationStore { LedgerReconciliation(database: database) }

@@ -64,8 +64,8 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
 /// in the transaction that stores it (see ``InboxApplier/ingest(_:now:)``), so a 2xx means
 /// stored and applied, with one fsync for the whole group.
 public final class GroupCommitter: Sendable {
-    private let applier: InboxApplier
-    private let batcher: BatchCommitter<InboxApplier.PreparedDelivery, InboxInsertOutcome>
+    private let applier: any EventApplier
+    private let batcher: BatchCommitter<PreparedDelivery, InboxInsertOutcome>
 
     /// - Parameters:
     ///   - maximumBatch: the most deliveries in one transaction.
@@ -73,9 +73,9 @@ public final class GroupCommitter: Sendable {
     ///   - didCommit: called after each commit with what it stored and applied (for metrics,
     ///     and to wake the applier for deliveries left to it).
     public init(
-        applier: InboxApplier, maximumBatch: Int = 512,
+        applier: any EventApplier, maximumBatch: Int = 512,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        didCommit: @escaping @Sendable (InboxApplier.Ingested) -> Void = { _ in }
+        didCommit: @escaping @Sendable (IngestResult) -> Void = { _ in }
     ) {
         self.applier = applier
         batcher = BatchCommitter(maximumBatch: maximumBatch) { batch in

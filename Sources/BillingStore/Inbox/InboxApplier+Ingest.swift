@@ -2,22 +2,6 @@ import BillingCore
 import GRDB
 
 extension InboxApplier {
-    /// A delivery decoded on its sender's task, ready to be stored and applied in one group commit.
-    public struct PreparedDelivery: Sendable {
-        public let delivery: InboxDelivery
-        let decoded: Decoded
-    }
-
-    /// What one group commit of deliveries did.
-    public struct Ingested: Sendable {
-        /// One per delivery, in order.
-        public var outcomes: [InboxInsertOutcome] = []
-        /// The new deliveries applied (or ignored) in the commit that stored them.
-        public var pass = Pass()
-        /// New deliveries left for the applier: their decoding failed, or a ledger write did.
-        public var queued = 0
-    }
-
     /// Decodes a delivery for ``ingest(_:now:)`` on the caller's task: the decoding of
     /// concurrent deliveries then runs on every core, and the one writer only writes.
     public func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
@@ -36,19 +20,19 @@ extension InboxApplier {
     /// A delivery that did not decode is stored `pending`, for the applier to retry with
     /// backoff. If a ledger write fails, the whole batch is stored `pending` instead, and the
     /// applier isolates the bad event.
-    public func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> Ingested {
+    public func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
         do {
             return try await database.writer.write { db in try storeApplying(batch, now: now, db: db) }
         } catch {
             let outcomes = try await database.writer.write { db in
                 try InboxQueue.insert(batch.map(\.delivery), status: .pending, db: db)
             }
-            return Ingested(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
+            return IngestResult(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
         }
     }
 
-    private func storeApplying(_ batch: [PreparedDelivery], now: Int64, db: Database) throws -> Ingested {
-        var ingested = Ingested()
+    private func storeApplying(_ batch: [PreparedDelivery], now: Int64, db: Database) throws -> IngestResult {
+        var ingested = IngestResult()
         ingested.outcomes.reserveCapacity(batch.count)
         for prepared in batch {
             let delivery = prepared.delivery

@@ -6,61 +6,11 @@ import GRDB
 /// applied under the version guard; its inbox row records the outcome. A failing event is
 /// retried with exponential backoff and ends `dead` after a bounded number of tries, without
 /// holding back the events behind it.
-public struct InboxApplier: Sendable {
-    public struct Configuration: Sendable {
-        /// Tries before an event is `dead`.
-        public var maximumAttempts: Int = 8
-        /// Delay before the first retry; doubles on each further try.
-        public var firstRetryDelay: Duration = .seconds(5)
-        /// Longest delay between tries.
-        public var maximumRetryDelay: Duration = .seconds(3600)
-        /// Events per transaction.
-        public var batchSize: Int = 256
-        /// The Stripe API version billingd is configured for; events of another are counted.
-        public var apiVersion: String = StripeAPIVersion.pinned
-
-        public init(
-            maximumAttempts: Int = 8, firstRetryDelay: Duration = .seconds(5), maximumRetryDelay: Duration = .seconds(3600),
-            batchSize: Int = 256, apiVersion: String = StripeAPIVersion.pinned
-        ) {
-            self.maximumAttempts = maximumAttempts
-            self.firstRetryDelay = firstRetryDelay
-            self.maximumRetryDelay = maximumRetryDelay
-            self.batchSize = batchSize
-            self.apiVersion = apiVersion
-        }
-    }
-
-    /// What one pass did.
-    public struct Pass: Sendable, Equatable {
-        public var processed = 0
-        public var applied = 0
-        public var stale = 0
-        public var ignored = 0
-        public var failed = 0
-        public var dead = 0
-        public var otherAPIVersion = 0
-        /// `otherAPIVersion` broken down by version.
-        public var apiVersions: [String: Int] = [:]
-
-        public init() {}
-
-        mutating func add(_ other: Pass) {
-            processed += other.processed
-            applied += other.applied
-            stale += other.stale
-            ignored += other.ignored
-            failed += other.failed
-            dead += other.dead
-            otherAPIVersion += other.otherAPIVersion
-            apiVersions.merge(other.apiVersions, uniquingKeysWith: +)
-        }
-    }
-
+public struct InboxApplier: EventApplier {
     let database: LedgerDatabase
-    public let configuration: Configuration
+    public let configuration: ApplierConfiguration
 
-    public init(database: LedgerDatabase, configuration: Configuration = .init()) {
+    public init(database: LedgerDatabase, configuration: ApplierConfiguration = .init()) {
         self.database = database
         self.configuration = configuration
     }
@@ -83,9 +33,9 @@ public struct InboxApplier: Sendable {
     @discardableResult
     public func drain(
         now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        progress: @Sendable (Pass) -> Void = { _ in }
-    ) async throws -> Pass {
-        var total = Pass()
+        progress: @Sendable (ApplyPass) -> Void = { _ in }
+    ) async throws -> ApplyPass {
+        var total = ApplyPass()
         var batch = try await fetchDue(now: now(), after: 0)
         var decoded = await Self.decodeConcurrently(batch)
         while !batch.isEmpty {
@@ -106,7 +56,7 @@ public struct InboxApplier: Sendable {
     /// Writes one batch in one transaction. Savepoints per event cost two statements each, so
     /// the batch is first written without them; only if a ledger write fails is it rolled back
     /// and written again with each event in its own savepoint, so one bad event fails alone.
-    private func write(_ due: [DueEvent], decoded: [Decoded], now: Int64) async throws -> Pass {
+    private func write(_ due: [DueEvent], decoded: [Decoded], now: Int64) async throws -> ApplyPass {
         do {
             return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: false, db: db) }
         } catch {
@@ -199,14 +149,14 @@ public struct InboxApplier: Sendable {
     }
 
     /// Counts an event of another API version than the configured one.
-    func countVersion(_ version: String?, in pass: inout Pass) {
+    func countVersion(_ version: String?, in pass: inout ApplyPass) {
         guard let version, version != configuration.apiVersion else { return }
         pass.otherAPIVersion += 1
         pass.apiVersions[version, default: 0] += 1
     }
 
-    private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, isolated: Bool, db: Database) throws -> Pass {
-        var pass = Pass()
+    private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, isolated: Bool, db: Database) throws -> ApplyPass {
+        var pass = ApplyPass()
         for (event, outcome) in zip(due, decoded) {
             pass.processed += 1
             countVersion(event.apiVersion, in: &pass)

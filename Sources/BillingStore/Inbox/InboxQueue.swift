@@ -6,7 +6,7 @@ import GRDB
 /// deduplicated by (event id, account, livemode), the applier's work queue, and the operator's
 /// view of both. Every reader and writer of `inboxEvent` and `inboxBody` goes through it, and
 /// ``InboxStatus`` is the only spelling of a status.
-public struct InboxQueue: Sendable {
+public struct InboxQueue: EventInbox {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
@@ -165,35 +165,13 @@ public struct InboxQueue: Sendable {
 
     // MARK: Reading
 
-    /// Filters for ``list(_:)``.
-    public struct Filter: Sendable {
-        public var statuses: [InboxStatus] = []
-        public var type: String?
-        public var objectID: String?
-        public var eventID: String?
-        public var afterSeq: Int64?
-        public var limit: Int = 100
-
-        public init(
-            statuses: [InboxStatus] = [], type: String? = nil, objectID: String? = nil, eventID: String? = nil, afterSeq: Int64? = nil,
-            limit: Int = 100
-        ) {
-            self.statuses = statuses
-            self.type = type
-            self.objectID = objectID
-            self.eventID = eventID
-            self.afterSeq = afterSeq
-            self.limit = limit
-        }
-    }
-
     static let summaryColumns = """
         seq, eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType,
         receivedAt, source, status, attempts, lastError, effect
         """
 
     /// Lists stored events in commit order, without their bodies.
-    public func list(_ filter: Filter) async throws -> [InboxEvent] {
+    public func list(_ filter: InboxFilter) async throws -> [InboxEvent] {
         try await database.writer.read { db in
             var clauses: [String] = []
             var arguments: StatementArguments = []
@@ -293,14 +271,7 @@ public struct InboxQueue: Sendable {
 }
 
 extension InboxQueue {
-    /// Inbox depth for metrics: events per status of the work queue, and when the oldest
-    /// pending one arrived (Unix ms).
-    public struct Depth: Sendable {
-        public var counts: [InboxStatus: Int]
-        public var oldestPendingReceivedAt: Int64?
-    }
-
-    public func depth() async throws -> Depth {
+    public func depth() async throws -> InboxDepth {
         try await database.writer.read { db in
             let queued = InboxStatus.waiting + [.dead]
             var counts = Dictionary(uniqueKeysWithValues: queued.map { ($0, 0) })
@@ -314,7 +285,7 @@ extension InboxQueue {
             let oldest = try Int64.fetchOne(
                 db,
                 sql: "SELECT receivedAt FROM inboxEvent WHERE status IN (\(InboxStatus.sqlList(InboxStatus.waiting))) ORDER BY seq LIMIT 1")
-            return Depth(counts: counts, oldestPendingReceivedAt: oldest)
+            return InboxDepth(counts: counts, oldestPendingReceivedAt: oldest)
         }
     }
 }

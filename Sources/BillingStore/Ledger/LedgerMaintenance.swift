@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 /// Operator actions on the ledger: replay, inspect, dump.
-public struct LedgerMaintenance: Sendable {
+public struct LedgerMaintenance: LedgerMaintenanceStore {
     let database: LedgerDatabase
 
     public init(database: LedgerDatabase) {
@@ -13,12 +13,12 @@ public struct LedgerMaintenance: Sendable {
     /// Empties the ledger tables and applies every stored event again, in commit order. Since
     /// the version rule does not depend on order, the result equals the live ledger.
     @discardableResult
-    public func replay(applier: InboxApplier, progress: @Sendable (Int) -> Void = { _ in }) async throws -> InboxApplier.Pass {
+    public func replay(applier: any EventApplier, progress: @Sendable (Int) -> Void = { _ in }) async throws -> ApplyPass {
         try await database.writer.write { db in
             for table in LedgerMigrations.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
             try InboxQueue.requeueEverything(db: db)
         }
-        return try await applier.drain(progress: { progress($0.processed) })
+        return try await applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) }, progress: { progress($0.processed) })
     }
 
     /// The ledger's view of one object, found by id in any table, with its children, its

@@ -2,6 +2,12 @@
 /// checks and upkeep of the whole database. SQLite implements it (``SQLiteLedgerStore``); a
 /// PostgreSQL store will be a second implementation, so nothing above this module spells SQL.
 public protocol LedgerStore: Sendable {
+    /// The inbox of verified deliveries.
+    var inbox: any EventInbox { get }
+    /// An applier of the inbox to the ledger.
+    func applier(_ configuration: ApplierConfiguration) -> any EventApplier
+    /// Replay, inspect and dump over the whole ledger.
+    var maintenance: any LedgerMaintenanceStore { get }
     /// A user's customers, subscriptions, invoices and payment methods (the service API).
     var users: any UserLedgerStore { get }
     /// Reconcile's lease, run records and event cursors.
