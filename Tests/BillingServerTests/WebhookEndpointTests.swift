@@ -20,7 +20,8 @@ struct WebhookEndpointTests {
         try await app.test(.router) { client in
             try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
                 #expect(response.status == .ok)
-                #expect(response.json["duplicate"] as? Bool == false)
+                #expect(String(buffer: response.body) == #"{"duplicate":false,"id":"evt_once","received":true}"#)
+                #expect(response.headers[.contentType] == "application/json")
             }
             #expect(try await inbox.count() == 1)
             try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
@@ -38,6 +39,22 @@ struct WebhookEndpointTests {
         #expect(event.apiVersion == "2026-10-28.clover")
         #expect(event.source == .webhook)
         #expect(try await inbox.body(eventID: "evt_once", account: nil, livemode: false) == body)
+    }
+
+    @Test("An event id that JSON must escape is still answered with valid JSON naming it")
+    func oddEventID() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        let id = "evt_\"quoted\\é"
+        let body = eventBody(id: #"evt_\"quoted\\é"#)  // the same id, escaped in the event's JSON
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)) { response in
+                #expect(response.status == .ok)
+                #expect(response.json["id"] as? String == id)
+                #expect(response.json["received"] as? Bool == true)
+            }
+        }
     }
 
     @Test("Bad or missing signatures are 400 with a JSON reason, and nothing is stored")

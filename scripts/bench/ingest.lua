@@ -1,7 +1,11 @@
 -- wrk script of scripts/bench-ingest: sends every pre-built, pre-signed delivery exactly once.
 --
---   wrk -t T -c C -d MAX -s ingest.lua URL -- REQUESTS_FILE PATH THREADS
+--   [BENCH_DELAY_MS=D] wrk -t T -c C -d MAX -s ingest.lua URL -- REQUESTS_FILE PATH THREADS
 --
+-- With BENCH_DELAY_MS, each connection waits D ms before each request, so C connections offer
+-- about C × 1000 / D deliveries/s: the latency of a paced load, not of a burst. (An environment
+-- variable, because wrk looks for delay() once, before any thread's init() has its arguments;
+-- without it there is no delay() and no timer per request.)
 -- REQUESTS_FILE has one delivery a line: `<Stripe-Signature>\t<body>` (scripts/bench/gen_events.py).
 -- Thread k (of THREADS) takes lines k+1, k+1+THREADS, … : disjoint shares, all of them covered.
 --
@@ -98,6 +102,13 @@ function init(args)
     end
     share = #requests
     with_lock(function() shared.ready = shared.ready + 1 end)
+end
+
+local delay_ms = tonumber(os.getenv("BENCH_DELAY_MS") or "")
+if delay_ms then
+    function delay()
+        return delay_ms
+    end
 end
 
 function request()

@@ -74,7 +74,7 @@ public struct AppStoreWebhookController: Sendable {
                 "notification": "\(notification.notificationUUID)", "type": "\(type)",
                 "subtype": "\(notification.subtype.map(UserRequest.printable) ?? "-")", "environment": "\(UserRequest.printable(environment))",
             ])
-        return APIError.jsonResponse(status: .ok, body: ["received": true, "duplicate": duplicate, "id": notification.notificationUUID])
+        return DeliveryReceipt.response(id: notification.notificationUUID, duplicate: duplicate)
     }
 
     /// Verifies a notification body and decodes it; every failure is a 400 with the verifier's code.

@@ -103,7 +103,7 @@ public struct WebhookController: Sendable {
                 "event": "\(envelope.id)", "type": "\(envelope.type)", "secret": "#\(secretIndex)",
                 "livemode": "\(envelope.livemode)", "duration_ms": "\(Self.milliseconds(elapsed))",
             ])
-        return APIError.jsonResponse(status: .ok, body: ["received": true, "duplicate": duplicate, "id": envelope.id])
+        return DeliveryReceipt.response(id: envelope.id, duplicate: duplicate)
     }
 
     private static func outcome(for error: APIError) -> BillingMetrics.DeliveryOutcome {
