@@ -9,8 +9,11 @@ Keys: events, connections, threads, nproc, cpu_model, stored, and per route (pre
 import json
 import sys
 
-TARGET_EVENTS_PER_S = 5000
-TARGET_RATIO = 0.5
+# Issue 14: a burst stored and applied at 40 % of the HTTP ceiling, at least 20,000/s; under a
+# steady 2,000/s, acknowledgements within 10 ms at p99.
+TARGET_EVENTS_PER_S = 20000
+TARGET_RATIO = 0.4
+TARGET_PACED_P99_MS = 10
 
 
 def load(path):
@@ -76,6 +79,10 @@ def main():
             "ratio_to_ceiling": {"target": TARGET_RATIO, "met": ratio >= TARGET_RATIO},
         },
     }
+    if "pace_ms" in values:
+        # A steady load: the rate is what was offered, so the figure that counts is the latency.
+        result["pace_ms"] = int(values["pace_ms"])
+        result["targets"] = {"paced_p99_ms": {"target": TARGET_PACED_P99_MS, "met": ingest["p99_ms"] < TARGET_PACED_P99_MS}}
     result["applier"] = {
         "pending_when_load_ended": int(values["applier_pending_at_end"]),
         "drain_seconds_after_load": float(values["applier_drain_s"]),
@@ -109,6 +116,10 @@ def main():
     busiest = max(ingest["other_cpu_percent"], noop["other_cpu_percent"])
     if busiest > 10:
         print(f"WARNING: other processes used up to {busiest}% CPU during the runs; the figures are not representative")
+    if "paced_p99_ms" in met:
+        print(f"paced ({result['pace_ms']} ms between requests on each connection): "
+              f"target p99 < {TARGET_PACED_P99_MS} ms: {'met' if met['paced_p99_ms']['met'] else 'MISSED'}")
+        return
     print(f"target >= {TARGET_EVENTS_PER_S:,} durable events/s: {'met' if met['durable_events_per_s']['met'] else 'MISSED'}; "
           f"target >= {TARGET_RATIO} of the ceiling: {'met' if met['ratio_to_ceiling']['met'] else 'MISSED'}")
 
