@@ -3,9 +3,10 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// The long-running applier: drains the inbox into the ledger whenever deliveries commit, and
-/// every second for retries that come due. It never holds up acknowledgement: webhooks are
-/// answered once stored, and this service catches up behind them.
+/// The long-running applier. Live deliveries are applied in the group commit that stores them;
+/// this service applies what is left queued: deliveries that could not be applied there,
+/// events reconcile recovered, and retries as they come due (it looks every second). It never
+/// holds up acknowledgement.
 public final class ApplierService: Service, Sendable {
     private let applier: any EventApplier
     /// The applier this service drives (reconcile applies recovered events through it).

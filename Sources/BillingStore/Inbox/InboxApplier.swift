@@ -2,10 +2,11 @@ import BillingCore
 import Foundation
 import GRDB
 
-/// Drains the inbox into the ledger in commit order: each due event is decoded, routed, and
-/// applied under the version guard; its inbox row records the outcome. A failing event is
-/// retried with exponential backoff and ends `dead` after a bounded number of tries, without
-/// holding back the events behind it.
+/// Applies the inbox to the ledger under the version guard: new deliveries in the group commit
+/// that stores them (``ingest(_:now:)``), and what is left queued in commit order (``drain``):
+/// each due event is decoded, routed and applied, and its inbox row records the outcome. A
+/// failing event is retried with exponential backoff and ends `dead` after a bounded number of
+/// tries, without holding back the events behind it.
 public struct InboxApplier: EventApplier {
     let database: LedgerDatabase
     public let configuration: ApplierConfiguration
