@@ -1,4 +1,4 @@
-import BillingCommands
+import BillingServer
 import Foundation
 import Testing
 

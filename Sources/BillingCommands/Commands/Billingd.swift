@@ -1,4 +1,5 @@
 import ArgumentParser
+import BillingServer
 import Foundation
 
 /// The `billingd` command line: the daemon and the one-shot tools operators and cron run.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BillingServer
 import BillingStore
 import Foundation
 import Logging

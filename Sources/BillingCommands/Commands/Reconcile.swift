@@ -63,9 +63,9 @@ struct Reconcile: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.reconcile", level: settings.logLevel)
-        let stripe = StripeClients.client(settings, logger: logger)
+        let stripe = settings.stripeClient(logger: logger)
         // App Store reconcile rides along unless the run is about one connected account.
-        let appStore = account == nil ? try AppStoreClients.make(settings, logger: logger) : [:]
+        let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]
         guard stripe != nil || !appStore.isEmpty else { throw ValidationError(ReconcileError.noAPIKey.description) }
         let store = try global.openDatabase(settings)
         defer { try? store.close() }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BillingCore
+import BillingServer
 import BillingStore
 import Foundation
 

@@ -3,27 +3,16 @@ import BillingServer
 import Logging
 import StripeAPI
 
-/// The process's Stripe client, built from the settings.
+/// The Stripe client of a command that cannot run without one.
 enum StripeClients {
     /// Throws a ValidationError that says what to set, for what, when there is no API key.
     /// - Parameter purpose: what the command does with the key and the access a restricted key
     ///   needs, e.g. "creates Checkout and portal sessions: a restricted key (rk_…) needs write
     ///   access to customers, Checkout Sessions and portal sessions".
     static func make(_ settings: Settings, logger: Logger, purpose: String, observer: (any StripeClientObserver)? = nil) throws -> StripeClient {
-        guard let client = client(settings, logger: logger, observer: observer) else {
+        guard let client = settings.stripeClient(logger: logger, observer: observer) else {
             throw ValidationError("STRIPE_API_KEY is not set; this command \(purpose). Set it to a secret key (sk_…) or such a restricted key.")
         }
         return client
-    }
-
-    /// Nil when STRIPE_API_KEY is not set.
-    static func client(_ settings: Settings, logger: Logger, observer: (any StripeClientObserver)? = nil) -> StripeClient? {
-        guard let key = settings.apiKey else { return nil }
-        var configuration = StripeClientConfiguration(apiKey: key, baseURL: settings.apiBase, apiVersion: settings.stripeAPIVersion)
-        configuration.connectTimeout = settings.stripeConnectTimeout
-        configuration.requestTimeout = settings.stripeTimeout
-        configuration.maxRetries = settings.stripeMaxRetries
-        if let rate = settings.stripeRateLimit { configuration.requestsPerSecond = rate }
-        return StripeClient(configuration: configuration, logger: logger, observer: observer)
     }
 }

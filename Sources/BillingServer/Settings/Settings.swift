@@ -58,7 +58,7 @@ public struct Settings: Sendable {
     public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
         ("BILLINGD_DATABASE", "./billingd.sqlite3", "SQLite file of the ledger"),
         ("BILLINGD_HOST", "127.0.0.1", "address serve listens on"),
-        ("BILLINGD_PORT", "8080", "port serve listens on"),
+        ("BILLINGD_PORT", "8080", "port serve listens on (0: a free one)"),
         ("STRIPE_WEBHOOK_SECRET", "required", "whsec_… secrets, comma-separated"),
         ("BILLINGD_SIGNATURE_TOLERANCE", "300", "seconds of clock skew allowed"),
         ("STRIPE_API_KEY", "none", "sk_/rk_ key for API calls"),
@@ -117,8 +117,8 @@ public struct Settings: Sendable {
         databasePath = value("BILLINGD_DATABASE") ?? "./billingd.sqlite3"
         host = value("BILLINGD_HOST") ?? "127.0.0.1"
         if let port = value("BILLINGD_PORT") {
-            guard let number = Int(port), (1...65535).contains(number) else {
-                throw SettingsError.invalid("BILLINGD_PORT", port, "a port number from 1 to 65535")
+            guard let number = Int(port), (0...65535).contains(number) else {
+                throw SettingsError.invalid("BILLINGD_PORT", port, "a port number from 1 to 65535, or 0 for a free one")
             }
             self.port = number
         } else {

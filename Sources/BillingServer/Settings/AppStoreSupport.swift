@@ -4,14 +4,14 @@ import Foundation
 
 /// App Store set-up shared by `serve` and `appstore trigger`: the verifier from the settings,
 /// trust anchors from files, and local mode's generated PKI.
-enum AppStoreSupport {
+public enum AppStoreSupport {
     /// The bundle id local mode uses when `APPSTORE_BUNDLE_ID` is not set.
-    static let localBundleID = "local.billingd.app"
-    static let localPKIKey = "local_appstore_pki"
+    public static let localBundleID = "local.billingd.app"
+    public static let localPKIKey = "local_appstore_pki"
 
     /// The verifier `serve` uses; nil when App Store support is off. In local mode it also trusts
     /// the local PKI (and, without `APPSTORE_BUNDLE_ID`, accepts the local bundle id).
-    static func verifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreVerifier? {
+    public static func verifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreVerifier? {
         var roots = try settings.appStoreRootCertificates.map(loadCertificate)
         if roots.isEmpty { roots = [AppleRootCertificates.g3] }
         guard let bundleID = settings.appStoreBundleID ?? (localPKI == nil ? nil : localBundleID) else { return nil }
@@ -26,7 +26,7 @@ enum AppStoreSupport {
     }
 
     /// A certificate file as DER: DER as it is, PEM decoded from its first CERTIFICATE block.
-    static func loadCertificate(path: String) throws -> [UInt8] {
+    public static func loadCertificate(path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", path, "paths of readable certificate files (DER or PEM)")
         }
@@ -41,7 +41,7 @@ enum AppStoreSupport {
 
     /// Local mode's App Store PKI, generated once and kept in the ledger like the local webhook
     /// secret; trusted only by `serve --local`.
-    static func localPKI(in store: any LedgerStore, creating: Bool) async throws -> AppStoreTestPKI? {
+    public static func localPKI(in store: any LedgerStore, creating: Bool) async throws -> AppStoreTestPKI? {
         if let stored = try await store.metaValue(localPKIKey) {
             return try AppStoreTestPKI(serialized: stored)
         }

@@ -1,0 +1,195 @@
+import AppStoreAPI
+import BillingCore
+import BillingStore
+import Foundation
+import Logging
+import NIOCore
+import ServiceLifecycle
+import StripeAPI
+import UnixSignals
+
+/// `billingd serve` as a value: the HTTP server, the applier, the reconcile scheduler and the
+/// usage report, wired to one another and to an open store from the settings, in one
+/// ServiceGroup. `serve` only parses its arguments and opens the store; tests run the same daemon
+/// in process, wake-ups and shutdown order included.
+public struct BillingDaemon: Sendable {
+    public struct Options: Sendable {
+        /// Local mode: without STRIPE_WEBHOOK_SECRET, accept a generated secret kept in the store,
+        /// and trust the local App Store PKI.
+        public var local: Bool
+        /// Adds `POST /bench/noop`, the ceiling the ingest benchmark compares against.
+        public var benchmarkRoutes: Bool
+        /// Signals that stop the daemon gracefully; a test passes none and calls ``shutdown()``.
+        public var gracefulShutdownSignals: [UnixSignal]
+        /// How long after start the reconcile scheduler first looks at what is due.
+        public var schedulerInitialDelay: Duration
+        /// Called once the server listens, with the port it bound (BILLINGD_PORT=0 takes a free one).
+        public var onListening: @Sendable (Int) async -> Void
+
+        public init(
+            local: Bool = false, benchmarkRoutes: Bool = false, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+            schedulerInitialDelay: Duration = .seconds(15), onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+        ) {
+            self.local = local
+            self.benchmarkRoutes = benchmarkRoutes
+            self.gracefulShutdownSignals = gracefulShutdownSignals
+            self.schedulerInitialDelay = schedulerInitialDelay
+            self.onListening = onListening
+        }
+    }
+
+    /// What `/metrics` renders.
+    public let metrics: BillingMetrics
+    /// What the start-up line says is on (see ``startupSummary(_:secrets:local:catalog:stripe:appStore:appStoreAPI:)``).
+    public let startup: [String: String]
+    private let group: ServiceGroup
+
+    /// Builds the daemon. Throws ``SettingsError`` for settings that cannot work together (no
+    /// webhook secret outside local mode, an unreadable App Store key or root), and
+    /// ``PlanCatalogLoadError`` for a plan catalog that does not load.
+    public init(settings: Settings, store: any LedgerStore, options: Options = .init(), logger: Logger) async throws {
+        // The catalog first: a catalog error must not print after the local mode banner.
+        let catalog = try settings.plansPath.map { path throws(PlanCatalogLoadError) in try PlanCatalogLoader.load(path: path) }
+
+        var secrets = settings.webhookSecrets
+        let isLocal = secrets.isEmpty && options.local
+        if secrets.isEmpty {
+            guard options.local else {
+                throw SettingsError.missing(
+                    "STRIPE_WEBHOOK_SECRET",
+                    "Set it to your endpoint's signing secret (whsec_…, from the Stripe dashboard or `stripe listen`), or run `billingd serve --local` to try billingd with a generated secret.")
+            }
+            secrets = [try await LocalMode.secret(in: store, creating: true)!]
+            logger.warning(
+                "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
+        }
+
+        let metrics = BillingMetrics()
+        let inbox = store.inbox
+        let applier = ApplierService(
+            applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), inbox: inbox, metrics: metrics, logger: logger)
+        // A group commit that left deliveries queued, and reconcile storing recovered events, wake
+        // the applier instead of leaving them to its next look.
+        let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]
+        let stripe = settings.stripeClient(logger: logger, observer: StripeMetricsObserver(metrics: metrics))
+        let livemode = settings.apiKeyIsLive ?? false
+        let appStoreClients = try settings.appStoreClients(logger: logger)
+        let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
+            AppStoreReconciler(
+                store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
+        }
+        if stripe != nil || !appStoreReconcilers.isEmpty {
+            let reconciler = stripe.map { stripe in
+                Reconciler(
+                    store: store, client: stripe, livemode: livemode, logger: logger,
+                    inbox: inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
+            }
+            var schedule = ReconcileScheduler.Configuration(
+                sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval)
+            schedule.initialDelay = options.schedulerInitialDelay
+            services.append(.init(service: ReconcileScheduler(
+                reconciler: reconciler, appStore: appStoreReconcilers, store: store, configuration: schedule, metrics: metrics, logger: logger)))
+        }
+        if let stripe, let interval = settings.usageReportInterval {
+            let reporter = UsageReporter(store: store, client: stripe, livemode: livemode, logger: logger, metrics: metrics)
+            services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
+        }
+        if stripe == nil {
+            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
+        }
+
+        var dependencies = BillingServerDependencies(
+            store: store,
+            verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
+            committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
+        dependencies.metricsToken = settings.metricsToken
+        dependencies.stripe = stripe
+        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
+        dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
+        dependencies.appStoreOwnership = settings.appStoreOwnership
+        dependencies.appStoreClients = appStoreClients
+        // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
+        // key) that accepts Production data answers in live mode.
+        let appStoreLive = settings.apiKey == nil && settings.appStoreBundleID != nil && settings.appStoreAppAppleID != nil
+            && settings.appStoreEnvironments.contains(.production)
+        dependencies.scope = .forAPIKey(isLive: settings.apiKeyIsLive ?? (appStoreLive ? true : nil))
+        if dependencies.appStoreVerifier != nil {
+            logger.notice(
+                "App Store on: POST /webhooks/appstore",
+                metadata: [
+                    "bundle_id": "\(settings.appStoreBundleID ?? AppStoreSupport.localBundleID)",
+                    "environments": "\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
+                    "ownership": "\(settings.appStoreOwnership.rawValue)",
+                    "local_pki": "\(localPKI != nil)",
+                ])
+        }
+        if let catalog { dependencies.plans = catalog }
+        if dependencies.plans.meters.contains(where: { $0.stripeMeter != nil }) {
+            if stripe == nil {
+                logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
+            } else if settings.usageReportInterval == nil {
+                logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
+            }
+        }
+
+        let startup = Self.startupSummary(
+            settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
+            appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
+        let onListening = options.onListening
+        let application = BillingApplication.application(dependencies, host: settings.host, port: settings.port, logger: logger) { channel in
+            let port = channel.localAddress?.port ?? settings.port
+            var metadata = startup.mapValues { Logger.MetadataValue.string($0) }
+            metadata["address"] = "http://\(settings.host):\(port)"
+            logger.notice("billingd listening", metadata: metadata)
+            await onListening(port)
+        }
+        // Reverse start order on shutdown: the server stops taking deliveries first, then the
+        // usage report stops sending (the calls in flight are recorded), then the scheduler stops
+        // its run at the next page, then the applier finishes its batch; the caller then closes
+        // the store.
+        services.append(.init(service: application))
+        self.metrics = metrics
+        self.startup = startup
+        self.group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: options.gracefulShutdownSignals, logger: logger))
+    }
+
+    /// Runs every service until a graceful-shutdown signal, ``shutdown()`` or cancellation, and
+    /// returns once each has stopped in reverse start order.
+    public func run() async throws {
+        try await group.run()
+    }
+
+    /// Stops the daemon as SIGTERM would.
+    public func shutdown() async {
+        await group.triggerGracefulShutdown()
+    }
+
+    /// What the start-up line says is on: where it listens and stores, the service API, the plan
+    /// catalog, Stripe, the App Store, and what runs on a schedule.
+    public static func startupSummary(
+        _ settings: Settings, secrets: Int, local: Bool, catalog: PlanCatalog?, stripe: Bool, appStore: Bool, appStoreAPI: [String]
+    ) -> [String: String] {
+        func every(_ interval: Duration?) -> String {
+            guard let seconds = interval?.components.seconds else { return "off" }
+            if seconds % 3600 == 0 { return "every \(seconds / 3600)h" }
+            return seconds % 60 == 0 ? "every \(seconds / 60)m" : "every \(seconds)s"
+        }
+        var summary = [
+            "address": "http://\(settings.host):\(settings.port)",
+            "database": URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path,
+            "webhook_secrets": local ? "local (generated)" : "\(secrets)",
+            "service_api": settings.apiTokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.apiTokens.count) token(s)",
+            "plans": catalog.map { "\(settings.plansPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
+            "stripe_api": stripe ? (settings.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
+            "app_store": appStore ? "on (\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
+            "app_store_api": appStoreAPI.isEmpty ? "off" : appStoreAPI.joined(separator: ","),
+        ]
+        let scheduled = stripe || !appStoreAPI.isEmpty
+        summary["reconcile"] = scheduled ? every(settings.reconcileInterval) : "off (no API credentials)"
+        summary["events_sweep"] = stripe ? every(settings.eventsSweepInterval) : "off"
+        summary["usage_report"] = stripe ? every(settings.usageReportInterval) : "off"
+        return summary
+    }
+}

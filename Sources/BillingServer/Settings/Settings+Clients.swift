@@ -1,0 +1,46 @@
+import APITransport
+import AppStoreAPI
+import BillingCore
+import Crypto
+import Logging
+import StripeAPI
+
+extension Settings {
+    /// The process's Stripe client; nil when STRIPE_API_KEY is not set.
+    public func stripeClient(logger: Logger, observer: (any StripeClientObserver)? = nil) -> StripeClient? {
+        guard let apiKey else { return nil }
+        var configuration = StripeClientConfiguration(apiKey: apiKey, baseURL: apiBase, apiVersion: stripeAPIVersion)
+        configuration.connectTimeout = stripeConnectTimeout
+        configuration.requestTimeout = stripeTimeout
+        configuration.maxRetries = stripeMaxRetries
+        if let stripeRateLimit { configuration.requestsPerSecond = stripeRateLimit }
+        return StripeClient(configuration: configuration, logger: logger, observer: observer)
+    }
+
+    /// The process's App Store Server API clients, one per environment billingd accepts
+    /// (Production, Sandbox), sharing one transport and one token bucket. Empty when the API
+    /// settings are not set; throws when the key file is unsafe or not a key.
+    public func appStoreClients(logger: Logger) throws -> [AppStoreEnvironment: AppStoreClient] {
+        guard let issuerID = appStoreIssuerID, let keyID = appStoreKeyID, let path = appStorePrivateKeyPath,
+            let bundleID = appStoreBundleID,
+            let verifier = try AppStoreSupport.verifier(self, localPKI: nil)
+        else { return [:] }
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try AppStoreSigningKey.load(path: path)
+        } catch {
+            throw SettingsError.invalid("APPSTORE_PRIVATE_KEY", nil, error.message)
+        }
+        let transport = CurlTransport(maxConnections: 8)
+        let limiter = RequestRateLimiter(requestsPerSecond: appStoreRateLimit)
+        var clients: [AppStoreEnvironment: AppStoreClient] = [:]
+        for environment in [AppStoreEnvironment.production, .sandbox] where appStoreEnvironments.contains(environment) {
+            let configuration = AppStoreClientConfiguration(
+                issuerID: issuerID, keyID: keyID, privateKey: key, bundleID: bundleID, environment: environment,
+                baseURL: appStoreAPIBase, requestsPerSecond: appStoreRateLimit)
+            clients[environment] = AppStoreClient(
+                configuration: configuration, verifier: verifier, transport: transport, logger: logger, rateLimiter: limiter)
+        }
+        return clients
+    }
+}

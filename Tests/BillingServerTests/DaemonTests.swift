@@ -1,0 +1,123 @@
+import AsyncHTTPClient
+import BillingCore
+import BillingServer
+import BillingStore
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import StripeAPI
+import StripeFake
+import Testing
+
+/// `serve`'s daemon run in process, as `billingd serve` builds it from its settings: the real
+/// server on a free port, the applier, the reconcile scheduler and their wake-ups.
+@Suite("serve's daemon in process", .serialized)
+struct DaemonTests {
+    static let apiKey = "sk_test_fake_0123456789"
+    static let token = "tok_daemon_0123456789abcdef"
+
+    var quiet: Logger {
+        var logger = Logger(label: "test.daemon")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    /// The daemon started, and the port it listens on.
+    func start(_ daemon: BillingDaemon, ports: AsyncStream<Int>) async throws -> (Task<Void, any Error>, Int) {
+        let running = Task { try await daemon.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = try #require(await iterator.next())
+        return (running, port)
+    }
+
+    func get(_ url: String, token: String? = nil, timeout: TimeAmount = .seconds(10)) async throws -> (status: UInt, json: [String: Any]) {
+        var request = HTTPClientRequest(url: url)
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let json = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
+        return (response.status.code, json)
+    }
+
+    @Test("Built from settings alone, the daemon acknowledges a signed delivery over HTTP already applied, its sweep recovers a missed subscription the service API then answers, and shutdown stops every service")
+    func servesSweepsAndStops() async throws {
+        let fake = try await StripeFake.start(.init(apiKey: Self.apiKey))
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        // Created while no webhook endpoint listens: only the daemon's sweep can find it.
+        let customer = await fake.createCustomer(email: "swept@example.com", metadata: ["app_user_id": "user_swept"])
+        let product = await fake.createProduct(name: "Pro")
+        let price = try await fake.createPrice(product: product, unitAmount: 2_900, lookupKey: "pro_monthly")
+        let swept = try await fake.createSubscription(customer: customer, price: price)
+
+        let settings = try Settings.load(
+            environment: [
+                "BILLINGD_PORT": "0", "STRIPE_WEBHOOK_SECRET": testSecret, "STRIPE_API_KEY": Self.apiKey,
+                "STRIPE_API_BASE": fake.baseURL, "BILLINGD_API_TOKENS": Self.token, "BILLINGD_EVENTS_SWEEP_INTERVAL": "30s",
+                "BILLINGD_RECONCILE_INTERVAL": "off", "BILLINGD_USAGE_REPORT_INTERVAL": "off",
+            ], configFile: nil)
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let daemon = try await BillingDaemon(
+            settings: settings, store: ledger.store,
+            options: .init(gracefulShutdownSignals: [], schedulerInitialDelay: .zero, onListening: { listening.yield($0) }),
+            logger: quiet)
+        let (running, port) = try await start(daemon, ports: ports)
+        let base = "http://127.0.0.1:\(port)"
+
+        // A live delivery of the first event (the customer): acknowledged once stored and applied
+        // in the same commit.
+        let first = try #require(await fake.events().first)
+        let body = first.serialized()
+        var post = HTTPClientRequest(url: "\(base)/webhooks/stripe")
+        post.method = .POST
+        for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
+        post.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await HTTPClient.shared.execute(post, timeout: .seconds(10))
+        #expect(response.status.code == 200)
+        let stored = try await ledger.store.inbox.list(.init(eventID: try EventEnvelope(decoding: body).id))
+        #expect(stored.map(\.status) == [.applied])
+
+        // The sweep lists the fake's events, stores them and wakes the applier: the user the
+        // webhooks never told billingd about is subscribed.
+        var status: String?
+        for _ in 0..<200 where status != "active" {
+            let answer = try await get("\(base)/v1/users/user_swept/subscription", token: Self.token)
+            status = answer.json["status"] as? String
+            if status != "active" { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(status == "active", "the swept subscription \(swept.subscription) reaches the service API")
+        let sweep = try await ledger.store.reconcileRuns.latest(mode: "events").completed
+        #expect((sweep?.recoveredEvents ?? 0) >= 1, "the events after the delivered one are recovered")
+        #expect(try await ledger.store.inbox.count() == (await fake.events().count), "the delivered event is not stored twice")
+
+        await daemon.shutdown()
+        try await running.value
+        // Refused now (the client keeps retrying a refused connection until its timeout).
+        await #expect(throws: (any Error).self) { try await get("\(base)/healthz", timeout: .seconds(1)) }
+        await fake.stop()
+    }
+
+    @Test("Outside local mode, a daemon without a webhook secret is refused with the setting to set; local mode generates one and keeps it")
+    func webhookSecretRequiredOrLocal() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let settings = try Settings.load(environment: ["BILLINGD_PORT": "0"], configFile: nil)
+        do {
+            _ = try await BillingDaemon(settings: settings, store: ledger.store, logger: quiet)
+            Issue.record("a daemon without STRIPE_WEBHOOK_SECRET was built")
+        } catch let error as SettingsError {
+            #expect(error.description.hasPrefix("STRIPE_WEBHOOK_SECRET is not set."))
+            #expect(error.description.contains("billingd serve --local"))
+        }
+        #expect(try await LocalMode.secret(in: ledger.store, creating: false) == nil)
+
+        let local = try await BillingDaemon(settings: settings, store: ledger.store, options: .init(local: true), logger: quiet)
+        #expect(local.startup["webhook_secrets"] == "local (generated)")
+        let secret = try #require(try await LocalMode.secret(in: ledger.store, creating: false))
+        #expect(secret.hasPrefix("whsec_local_"))
+        _ = try await BillingDaemon(settings: settings, store: ledger.store, options: .init(local: true), logger: quiet)
+        #expect(try await LocalMode.secret(in: ledger.store, creating: false) == secret, "a second start keeps the first secret")
+    }
+}
