@@ -13,6 +13,13 @@ billingd_find_swift() {
     fi
 }
 
+# billingd_swift ARGS... — runs swift with a fixed, minimal environment. Some packages' manifests
+# read the environment (Hummingbird's does), so a changed variable — a new setting for billingd —
+# would re-evaluate them and rebuild those packages (21 s instead of 1 s on the next run).
+billingd_swift() {
+    env -i HOME="${HOME:-/root}" PATH="$PATH" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8 swift "$@"
+}
+
 # billingd_ensure_packages PKG... — installs the named Debian packages that are not installed.
 billingd_ensure_packages() {
     local missing=()
