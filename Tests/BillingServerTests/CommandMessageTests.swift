@@ -18,10 +18,42 @@ struct CommandMessageTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let result = try await billingd(arguments, environment: ["BILLINGD_DATABASE": directory.appendingPathComponent("l.sqlite3").path])
-        #expect(result.status == 64)
+        #expect(result.status == 78, "a missing setting is a configuration error")
+        #expect(!result.stderr.contains("Usage:"), "\(result.stderr)")
         #expect(result.stderr.contains("STRIPE_API_KEY is not set"), "\(result.stderr)")
         #expect(result.stderr.contains(access), "\(result.stderr)")
         #expect(!result.stderr.contains("reconcile"), "\(result.stderr)")
+    }
+
+    @Test("Runtime failures have their own exit statuses and no usage text; bad options keep 64 and the usage hint (issue 17 item 5)")
+    func exitStatuses() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-exit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let settings = ["BILLINGD_DATABASE": directory.appendingPathComponent("l.sqlite3").path]
+        let existing = directory.appendingPathComponent("existing.sqlite3").path
+        FileManager.default.createFile(atPath: existing, contents: Data("keep".utf8))
+
+        let cases: [(arguments: [String], environment: [String: String], status: Int32, says: String)] = [
+            (["inspect", "cus_unknown"], settings, 66, "The ledger has no object cus_unknown"),
+            (["events", "retry", "evt_unknown"], settings, 66, "No failed or dead event evt_unknown"),
+            (["backup", existing], settings, 73, "already exists"),
+            (["backup", "/no/such/dir/backup.sqlite3"], settings, 73, "/no/such/dir"),
+            (["inspect", "cus_1"], settings.merging(["BILLINGD_PORT": "eighty"]) { $1 }, 78, "BILLINGD_PORT=eighty"),
+            (["inspect", "cus_1"], ["BILLINGD_DATABASE": "/no/such/dir/l.sqlite3"], 78, "/no/such/dir"),
+        ]
+        for failure in cases {
+            let result = try await billingd(failure.arguments, environment: failure.environment)
+            #expect(result.status == failure.status, "\(failure.arguments): \(result.stderr)")
+            #expect(result.stderr.contains(failure.says), "\(failure.arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Usage:"), "\(failure.arguments): \(result.stderr)")
+        }
+        #expect(String(decoding: FileManager.default.contents(atPath: existing) ?? Data(), as: UTF8.self) == "keep")
+
+        let badOption = try await billingd(["events", "--limit", "0"], environment: settings)
+        #expect(badOption.status == 64)
+        #expect(badOption.stderr.contains("--limit takes 1 to 100000"), "\(badOption.stderr)")
+        #expect(badOption.stderr.contains("Usage:"), "\(badOption.stderr)")
     }
 
     /// Starts `billingd serve --local` and returns its standard error once `marker` is in it (or it ended).

@@ -28,7 +28,7 @@ struct TriggerCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("billingd.sqlite3").path
         let result = try await billingd(["trigger", "customer.created"], environment: ["BILLINGD_DATABASE": database])
-        #expect(result.status == 64)
+        #expect(result.status == 78)
         #expect(result.stderr.contains("no ledger at \(database)"), "\(result.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty, "no billingd.sqlite3, -wal or -shm left behind")
     }

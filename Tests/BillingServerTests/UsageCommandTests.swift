@@ -56,7 +56,7 @@ struct UsageCommandTests {
         var keyless = environment
         keyless.removeValue(forKey: "STRIPE_API_KEY")
         let noKey = try await billingd(["usage", "report"], environment: keyless)
-        #expect(noKey.status == 64)
+        #expect(noKey.status == 78)
         #expect(noKey.stderr.contains("STRIPE_API_KEY"))
     }
 
@@ -141,7 +141,7 @@ struct UsageCommandTests {
         var noPlans = environment
         noPlans.removeValue(forKey: "BILLINGD_PLANS")
         let missing = try await billingd(["usage", "show", "user_a"], environment: noPlans)
-        #expect(missing.status == 64)
+        #expect(missing.status == 78)
         #expect(missing.stderr.contains("BILLINGD_PLANS"))
         let badAccount = try await billingd(["usage", "show", "user_a", "--account", "nope"], environment: environment)
         #expect(badAccount.status == 64)

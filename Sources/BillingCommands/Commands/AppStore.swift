@@ -72,7 +72,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
         guard let pki = try await AppStoreSupport.localPKI(in: store, creating: false) else {
-            throw ValidationError(
+            throw CommandFailure.configuration(
                 "No local App Store PKI in \(settings.databasePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
         }
         var token: String?
@@ -108,7 +108,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
     func writeRequests(count: Int, to path: String, pki: AppStoreTestPKI, bundleID: String, now: Int64) throws {
         guard count > 0, FileManager.default.createFile(atPath: path, contents: nil),
             let handle = FileHandle(forWritingAtPath: path)
-        else { throw ValidationError("Cannot write \(path).") }
+        else { throw CommandFailure.cannotCreate("Cannot write \(path).") }
         defer { try? handle.close() }
         var buffer: [UInt8] = []
         for index in 0..<count {

@@ -36,7 +36,8 @@ struct Backup: AsyncParsableCommand {
         do {
             result = try await store.backup(to: target, overwrite: force)
         } catch let error as LedgerDatabaseError {
-            throw ValidationError(error.description)
+            if case .backupCorrupt = error { throw CommandFailure(.ioError, error.description) }
+            throw CommandFailure.cannotCreate(error.description)
         }
         if json {
             print(Output.json(["path": result.path, "bytes": result.bytes, "events": result.events]))

@@ -19,6 +19,23 @@ public struct Billingd: AsyncParsableCommand {
     )
 
     public init() {}
+
+    /// ArgumentParser's `main`, except that a ``CommandFailure`` exits with its own status and
+    /// no usage text.
+    public static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as CommandFailure {
+            failure.exit()
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// The version `billingd --version` prints.

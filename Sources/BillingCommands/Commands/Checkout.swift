@@ -133,7 +133,7 @@ struct BillingCommandSupport {
             do {
                 catalog = try PlanCatalogLoader.load(path: path)
             } catch {
-                throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
+                throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
         store = try global.openDatabase(settings)

@@ -133,14 +133,14 @@ struct Events: AsyncParsableCommand {
                 (account == nil || (event.account ?? "") == account) && (mode == nil || event.livemode == (mode == .live))
             }
             guard let event = candidates.first else {
-                throw ValidationError("No failed or dead event \(eventID)\(Self.scope(account, mode)) in the inbox (see `billingd events --status failed`).")
+                throw CommandFailure.notFound("No failed or dead event \(eventID)\(Self.scope(account, mode)) in the inbox (see `billingd events --status failed`).")
             }
             guard candidates.count == 1 else {
                 let places = candidates.map { "\($0.account ?? "platform") \($0.livemode ? "live" : "test")" }.joined(separator: ", ")
                 throw ValidationError("\(eventID) failed in \(candidates.count) places (\(places)): name one with --account and --mode.")
             }
             guard try await inbox.retry(eventID: eventID, account: event.account, livemode: event.livemode) else {
-                throw ValidationError("\(eventID) is no longer failed or dead: it was re-queued meanwhile.")
+                throw CommandFailure.notFound("\(eventID) is no longer failed or dead: it was re-queued meanwhile.")
             }
             print("Re-queued \(eventID)\(Self.scope(event.account, event.livemode ? .live : .test)).")
         }

@@ -142,7 +142,7 @@ struct Export: AsyncParsableCommand {
                 do {
                     file = try AtomicExportFile.create(path: output)
                 } catch {
-                    throw ValidationError(error.description)
+                    throw CommandFailure.cannotCreate(error.description)
                 }
             }
             let destination: any ExportDestination = file?.writer ?? FileDescriptorWriter.standardOutput
@@ -163,7 +163,7 @@ struct Export: AsyncParsableCommand {
                     Self.standardError(InvoiceExportError.interrupted.description)
                     throw ExitCode(128 + (signal?.rawValue ?? 2))
                 }
-                if let error = error as? InvoiceExportError { throw ValidationError(error.description) }
+                if let error = error as? InvoiceExportError { throw CommandFailure(.ioError, error.description) }
                 throw error
             }
 
@@ -171,7 +171,7 @@ struct Export: AsyncParsableCommand {
                 do {
                     try AtomicExportFile.write(Array(summary.json.utf8), to: summaryJSON)
                 } catch {
-                    throw ValidationError("The export was written, but not its summary: \(error.description)")
+                    throw CommandFailure.cannotCreate("The export was written, but not its summary: \(error.description)")
                 }
             } else {
                 Self.standardError(Self.describe(summary, output: file?.path ?? "standard output"))

@@ -17,7 +17,7 @@ struct GlobalOptions: ParsableArguments {
         do {
             return try Settings.load(environment: ProcessInfo.processInfo.environment, configFile: config)
         } catch let error as SettingsError {
-            throw ValidationError(error.description)
+            throw CommandFailure.configuration(error.description)
         }
     }
 
@@ -32,7 +32,8 @@ struct GlobalOptions: ParsableArguments {
         do {
             return SQLiteLedgerStore(database: try LedgerDatabase.open(path: settings.databasePath))
         } catch let error as LedgerDatabaseError {
-            throw ValidationError(error.description)
+            // BILLINGD_DATABASE names a directory that is missing or a file billingd may not open.
+            throw CommandFailure.configuration(error.description)
         }
     }
 }

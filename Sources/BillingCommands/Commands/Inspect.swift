@@ -19,7 +19,7 @@ struct Inspect: AsyncParsableCommand {
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
         guard let view = try await store.maintenance.inspect(id: id) else {
-            throw ValidationError("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")
+            throw CommandFailure.notFound("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")
         }
         print(Output.json(view))
     }

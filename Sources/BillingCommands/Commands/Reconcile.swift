@@ -66,7 +66,7 @@ struct Reconcile: AsyncParsableCommand {
         let stripe = settings.stripeClient(logger: logger)
         // App Store reconcile rides along unless the run is about one connected account.
         let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]
-        guard stripe != nil || !appStore.isEmpty else { throw ValidationError(ReconcileError.noAPIKey.description) }
+        guard stripe != nil || !appStore.isEmpty else { throw CommandFailure.configuration(ReconcileError.noAPIKey.description) }
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
 
@@ -84,7 +84,7 @@ struct Reconcile: AsyncParsableCommand {
                 do {
                     catalog = try PlanCatalogLoader.load(path: path)
                 } catch {
-                    throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
+                    throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
                 }
             }
             let reconciler = Reconciler(

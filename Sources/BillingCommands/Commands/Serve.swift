@@ -30,9 +30,9 @@ struct Serve: AsyncParsableCommand {
             daemon = try await BillingDaemon(
                 settings: settings, store: store, options: .init(local: local, benchmarkRoutes: benchmarkRoutes), logger: logger)
         } catch let error as SettingsError {
-            throw ValidationError(error.description)
+            throw CommandFailure.configuration(error.description)
         } catch let error as PlanCatalogLoadError {
-            throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
+            throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
         }
         try await daemon.run()
         try store.close()

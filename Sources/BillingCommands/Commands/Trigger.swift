@@ -75,13 +75,13 @@ struct Trigger: AsyncParsableCommand {
             let path = settings.databasePath
             guard FileManager.default.fileExists(atPath: path) else {
                 let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-                throw ValidationError(
+                throw CommandFailure.configuration(
                     "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
             }
             let store = try global.openDatabase(settings)
             defer { try? store.close() }
             guard let local = try await LocalMode.secret(in: store, creating: false) else {
-                throw ValidationError(
+                throw CommandFailure.configuration(
                     "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
             }
             secret = local

@@ -120,13 +120,13 @@ struct UsageShow: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         guard let path = settings.plansPath else {
-            throw ValidationError("BILLINGD_PLANS is not set: meters are defined in the plan catalog. Set it to your plans.yaml.")
+            throw CommandFailure.configuration("BILLINGD_PLANS is not set: meters are defined in the plan catalog. Set it to your plans.yaml.")
         }
         let catalog: PlanCatalog
         do {
             catalog = try PlanCatalogLoader.load(path: path)
         } catch {
-            throw ValidationError("\(error)")  // the error names BILLINGD_PLANS and the file
+            throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
         }
         let store = try global.openDatabase(settings)
         defer { try? store.close() }

@@ -6,11 +6,11 @@ import Logging
 
 /// The App Store Server API clients of a command that cannot run without them.
 enum AppStoreClients {
-    /// The clients to use for `--environment` (all when nil), or a ValidationError that says what to set.
+    /// The clients to use for `--environment` (all when nil), or a failure that says what to set.
     static func select(_ settings: Settings, environment: String?, logger: Logger) throws -> [AppStoreClient] {
         let clients = try settings.appStoreClients(logger: logger)
         guard !clients.isEmpty else {
-            throw ValidationError(
+            throw CommandFailure.configuration(
                 "The App Store Server API is not configured: set APPSTORE_BUNDLE_ID, APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY (the .p8 In-App Purchase key from App Store Connect → Users and Access → Integrations).")
         }
         guard let environment else { return [.production, .sandbox].compactMap { clients[$0] } }

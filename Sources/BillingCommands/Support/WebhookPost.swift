@@ -36,7 +36,7 @@ struct WebhookPost {
         do {
             (data, response) = try await URLSession.shared.data(for: request)
         } catch {
-            throw ValidationError("Could not reach \(target): \(error.localizedDescription). Is `billingd serve` running there?")
+            throw CommandFailure(.unavailable, "Could not reach \(target): \(error.localizedDescription). Is `billingd serve` running there?")
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         Swift.print("\(label) → HTTP \(status) \(String(decoding: data, as: UTF8.self))")
