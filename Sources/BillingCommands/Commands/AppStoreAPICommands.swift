@@ -19,7 +19,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
 
             Shares the reconcile lease with `billingd reconcile` and serve's scheduler. `billingd reconcile` runs this too when the App Store Server API is configured.
 
-            Exit status: 0 when every run completed, drift or not; 1 when one could not (key refused, Apple unreachable past retries); 75 when another run holds the lease — try again later; 64 for a usage or settings error.
+            Exit status: 0 when every run completed, drift or not; 1 when one could not (key refused, Apple unreachable past retries); 75 when another run holds the lease — try again later; 64 for a bad option; 78 for a missing or wrong setting.
 
             Cron, daily at 04:37:
               37 4 * * *  billingd --config /etc/billingd/billingd.env appstore reconcile --json >> /var/log/billingd-appstore-reconcile.jsonl
