@@ -141,6 +141,7 @@ let package = Package(
                 "APITransport",
                 "AppStoreAPI",
                 "StripeAPI",
+                "StripeFake",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),

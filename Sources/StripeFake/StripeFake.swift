@@ -32,14 +32,18 @@ public final class StripeFake: Sendable {
         public var recordsRequests: Bool
         /// Stop gracefully on SIGTERM and SIGINT (for the `stripe-fake` executable).
         public var stopsOnSignals: Bool
+        /// Serve Checkout's and the portal's hosted pages on the fake's own address (see
+        /// `HostedPages`), so that a Checkout URL can be paid by opening it.
+        public var hostedPages: Bool
         public var logger: Logger
 
         public init(
             apiKey: String = "sk_test_fake_0123456789", webhookURL: String? = nil, webhookSecret: String? = nil,
             host: String = "127.0.0.1", port: Int = 0, clock: FakeClock = FakeClock(),
             defaultAPIVersion: String = "2026-10-28.clover", recordsRequests: Bool = true, stopsOnSignals: Bool = false,
-            logger: Logger = Configuration.quietLogger
+            hostedPages: Bool = false, logger: Logger = Configuration.quietLogger
         ) {
+            self.hostedPages = hostedPages
             self.apiKey = apiKey
             self.webhookURL = webhookURL
             self.webhookSecret = webhookSecret
@@ -130,6 +134,7 @@ public final class StripeFake: Sendable {
             server.cancel()
             throw error
         }
+        if configuration.hostedPages { await store.setHostedPagesBase("http://\(configuration.host):\(port)") }
         let sender = WebhookSender(store: store, logger: configuration.logger)
         let delivery = Task { await sender.run() }
         return StripeFake(

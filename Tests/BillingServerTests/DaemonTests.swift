@@ -113,11 +113,93 @@ struct DaemonTests {
         }
         #expect(try await LocalMode.secret(in: ledger.store, creating: false) == nil)
 
-        let local = try await BillingDaemon(settings: settings, store: ledger.store, options: .init(local: true), logger: quiet)
-        #expect(local.startup["webhook_secrets"] == "local (generated)")
-        let secret = try #require(try await LocalMode.secret(in: ledger.store, creating: false))
-        #expect(secret.hasPrefix("whsec_local_"))
-        _ = try await BillingDaemon(settings: settings, store: ledger.store, options: .init(local: true), logger: quiet)
-        #expect(try await LocalMode.secret(in: ledger.store, creating: false) == secret, "a second start keeps the first secret")
+        var secrets: [String] = []
+        for _ in 0..<2 {
+            let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+            let local = try await BillingDaemon(
+                settings: settings, store: ledger.store,
+                options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+            #expect(local.startup["webhook_secrets"] == "local (generated)")
+            let (running, _) = try await start(local, ports: ports)
+            await local.shutdown()
+            try await running.value
+            secrets.append(try #require(try await LocalMode.secret(in: ledger.store, creating: false)))
+        }
+        #expect(secrets[0].hasPrefix("whsec_local_"))
+        #expect(secrets[1] == secrets[0], "a second start keeps the first secret")
+    }
+
+    @Test("Local mode without STRIPE_API_KEY: Checkout, Portal and cancel work against the built-in Stripe fake, and paying a Checkout URL subscribes the user through its webhooks (issue 17 item 4)")
+    func localStripeFake() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/plans/free-pro-team.yaml").path
+        let settings = try Settings.load(
+            environment: ["BILLINGD_PORT": "0", "BILLINGD_API_TOKENS": Self.token, "BILLINGD_PLANS": plans], configFile: nil)
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let daemon = try await BillingDaemon(
+            settings: settings, store: ledger.store,
+            options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+        #expect(daemon.startup["stripe_api"]?.hasPrefix("local fake at http://127.0.0.1:") == true, "\(daemon.startup)")
+        let (running, port) = try await start(daemon, ports: ports)
+        let base = "http://127.0.0.1:\(port)"
+        // A browser does not follow the redirect to the app's success page here.
+        let browser = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+
+        func post(_ path: String, _ json: String) async throws -> (status: UInt, json: [String: Any]) {
+            var request = HTTPClientRequest(url: base + path)
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: json))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            return (response.status.code, (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:])
+        }
+        func open(_ url: String) async throws -> (status: UInt, location: String?) {
+            let response = try await browser.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+            _ = try await response.body.collect(upTo: 1 << 20)
+            return (response.status.code, response.headers.first(name: "Location"))
+        }
+
+        let checkout = try await post(
+            "/v1/checkout-sessions",
+            #"{"user": "user_local", "plan": "pro", "success_url": "https://app.example.com/done?s={CHECKOUT_SESSION_ID}", "cancel_url": "https://app.example.com/pricing"}"#)
+        #expect(checkout.status == 201, "\(checkout.json)")
+        let url = try #require(checkout.json["url"] as? String)
+        #expect(url.hasPrefix("http://127.0.0.1:"), "a Checkout URL on the fake, not stripe.com: \(url)")
+        let paid = try await open(url)
+        #expect(paid.status == 303)
+        let session = try #require(checkout.json["id"] as? String)
+        #expect(paid.location == "https://app.example.com/done?s=\(session)")
+
+        // The fake's events come back signed to /webhooks/stripe: the user is on Pro.
+        var plan: String?
+        for _ in 0..<200 where plan != "pro" {
+            plan = try await get("\(base)/v1/users/user_local/subscription", token: Self.token).json["plan"] as? String
+            if plan != "pro" { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(plan == "pro")
+
+        let portal = try await post("/v1/portal-sessions", #"{"user": "user_local", "return_url": "https://app.example.com/account"}"#)
+        #expect(portal.status == 201, "\(portal.json)")
+        let portalURL = try #require(portal.json["url"] as? String)
+        let back = try await open(portalURL)
+        #expect(back.status == 303)
+        #expect(back.location == "https://app.example.com/account")
+
+        let cancel = try await post("/v1/users/user_local/subscription/cancel", "")
+        #expect(cancel.status == 200, "\(cancel.json)")
+        var scheduled = false
+        for _ in 0..<200 where !scheduled {
+            scheduled = try await get("\(base)/v1/users/user_local/subscription", token: Self.token).json["cancel_at_period_end"] as? Bool == true
+            if !scheduled { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(scheduled, "the cancellation reaches the ledger through the fake's webhook")
+
+        try await browser.shutdown()
+        await daemon.shutdown()
+        try await running.value
     }
 }

@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import StripeAPI
+import StripeFake
 import UnixSignals
 
 /// `billingd serve` as a value: the HTTP server, the applier, the reconcile scheduler and the
@@ -71,10 +72,22 @@ public struct BillingDaemon: Sendable {
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look.
         let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: applier)]
-        let stripe = settings.stripeClient(logger: logger, observer: StripeMetricsObserver(metrics: metrics))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // Local mode without a Stripe key: Checkout, the portal and cancel go to a Stripe fake.
+        // First in the group, so it stops last.
+        let localStripe = options.local && settings.apiKey == nil ? try await LocalStripe.start(catalog: catalog ?? .freeOnly, logger: logger) : nil
+        if let localStripe { services.append(.init(service: localStripe)) }
+        services.append(.init(service: applier))
+        let stripeObserver = StripeMetricsObserver(metrics: metrics)
+        let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
         let livemode = settings.apiKeyIsLive ?? false
-        let appStoreClients = try settings.appStoreClients(logger: logger)
+        let appStoreClients: [AppStoreEnvironment: AppStoreClient]
+        do {
+            appStoreClients = try settings.appStoreClients(logger: logger)
+        } catch {
+            await localStripe?.fake.stop()
+            throw error
+        }
         let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
             AppStoreReconciler(
                 store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
@@ -95,7 +108,10 @@ public struct BillingDaemon: Sendable {
             let reporter = UsageReporter(store: store, client: stripe, livemode: livemode, logger: logger, metrics: metrics)
             services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
         }
-        if stripe == nil {
+        if let localStripe {
+            logger.warning(
+                "LOCAL MODE: no STRIPE_API_KEY; Checkout, Portal and cancel go to a Stripe fake on \(localStripe.fake.baseURL), selling the plan catalog's \(localStripe.prices) price(s). Open a Checkout URL to pay it; the fake's webhooks come back here.")
+        } else if stripe == nil {
             logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
         }
 
@@ -104,9 +120,15 @@ public struct BillingDaemon: Sendable {
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
             committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
-        dependencies.stripe = stripe
-        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
-        dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
+        dependencies.stripe = stripe ?? localStripe?.client(logger: logger, observer: stripeObserver)
+        let localPKI: AppStoreTestPKI?
+        do {
+            localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
+            dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
+        } catch {
+            await localStripe?.fake.stop()
+            throw error
+        }
         dependencies.appStoreOwnership = settings.appStoreOwnership
         dependencies.appStoreClients = appStoreClients
         // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
@@ -133,15 +155,21 @@ public struct BillingDaemon: Sendable {
             }
         }
 
-        let startup = Self.startupSummary(
+        var startup = Self.startupSummary(
             settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
             appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
+        if let localStripe { startup["stripe_api"] = "local fake at \(localStripe.fake.baseURL)" }
+        let webhookSecret = secrets[0]
+        let summary = startup
+        // Where this machine reaches the server: loopback when it listens on every address.
+        let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.host) ? "127.0.0.1" : settings.host
         let onListening = options.onListening
         let application = BillingApplication.application(dependencies, host: settings.host, port: settings.port, logger: logger) { channel in
             let port = channel.localAddress?.port ?? settings.port
-            var metadata = startup.mapValues { Logger.MetadataValue.string($0) }
+            var metadata = summary.mapValues { Logger.MetadataValue.string($0) }
             metadata["address"] = "http://\(settings.host):\(port)"
             logger.notice("billingd listening", metadata: metadata)
+            await localStripe?.deliver(to: "http://\(reachableHost):\(port)/webhooks/stripe", secret: webhookSecret)
             await onListening(port)
         }
         // Reverse start order on shutdown: the server stops taking deliveries first, then the

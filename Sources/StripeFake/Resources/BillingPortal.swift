@@ -19,8 +19,9 @@ extension FakeStore {
             "created": .int(clock.now), "customer": .string(customer), "customer_account": nil, "flow": nil,
             "livemode": false, "locale": JSONValue(try form.string("locale")), "on_behalf_of": nil,
             "return_url": JSONValue(try form.string("return_url")),
-            "url": .string("https://billing.stripe.com/p/session/test_\(id.dropFirst(5))"),
+            "url": .string(hostedPagesBase.map { "\($0)/hosted/portal/\(id)" } ?? "https://billing.stripe.com/p/session/test_\(id.dropFirst(5))"),
         ]
+        if let returnURL = try form.string("return_url") { portalReturnURLs[id] = returnURL }
         let bytes = session.serialized()
         emit("billing_portal.session.created", object: bytes, in: account, origin: request.origin)
         return APIResponse(bytes: bytes)

@@ -187,7 +187,8 @@ extension FakeStore {
         session["payment_intent"] = .null
         session["livemode"] = false
         if uiMode == "hosted" {
-            session["url"] = .string("https://checkout.stripe.com/c/pay/\(id)#fidkdWxOYHwnPyd1blpxYHZxWjA0fakefake")
+            session["url"] = .string(
+                hostedPagesBase.map { "\($0)/hosted/pay/\(id)" } ?? "https://checkout.stripe.com/c/pay/\(id)#fidkdWxOYHwnPyd1blpxYHZxWjA0fakefake")
             session["client_secret"] = .null
         } else {
             session["url"] = .null

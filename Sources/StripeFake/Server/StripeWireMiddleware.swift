@@ -19,6 +19,8 @@ struct StripeWireMiddleware: RouterMiddleware {
     ) async throws
         -> Response
     {
+        // The hosted pages are a browser's, not the API's: no key, no Stripe wire format.
+        if request.uri.path.hasPrefix(HostedPages.prefix) { return try await next(request, context) }
         let requestID = store.ids.make("req_", length: 14)
         var response: Response
         do {

@@ -22,6 +22,11 @@ actor FakeStore {
     private var faults: [ArmedFault] = []
 
     var webhookEndpoint: WebhookEndpoint?
+    /// The fake's own address when it serves the hosted pages (``StripeFake/Configuration/hostedPages``):
+    /// Checkout and portal URLs then point at it instead of stripe.com.
+    var hostedPagesBase: String?
+    /// The `return_url` of each portal session, for its hosted page.
+    var portalReturnURLs: [String: String] = [:]
     var deliveryPolicy = WebhookDeliveryPolicy()
     /// Events waiting to be sent, oldest first.
     var deliveryQueue: [QueuedDelivery] = []
