@@ -202,4 +202,40 @@ struct DaemonTests {
         await daemon.shutdown()
         try await running.value
     }
+
+    @Test(
+        "In local mode, trigger has serve's Stripe fake hold the customer it sends, so the portal and Checkout work for a triggered user (issue 17 item 4)",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+    func triggerHeldByLocalFake() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/plans/free-pro-team.yaml").path
+        let settings = try Settings.load(
+            environment: ["BILLINGD_PORT": "0", "BILLINGD_API_TOKENS": Self.token, "BILLINGD_PLANS": plans], configFile: nil)
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let daemon = try await BillingDaemon(
+            settings: settings, store: ledger.store,
+            options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+        let (running, port) = try await start(daemon, ports: ports)
+        let base = "http://127.0.0.1:\(port)"
+
+        let triggered = try await billingd(
+            ["trigger", "customer.created", "--set", "id=cus_triggered", "--set", "metadata.app_user_id=user_triggered", "--url", "\(base)/webhooks/stripe"],
+            environment: ["BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path])
+        #expect(triggered.status == 0, "\(triggered.stderr)")
+        #expect(triggered.stderr.contains("cus_triggered is held by serve's local Stripe fake"), "\(triggered.stderr)")
+
+        var request = HTTPClientRequest(url: "\(base)/v1/portal-sessions")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: #"{"user": "user_triggered", "return_url": "https://app.example.com/account"}"#))
+        let portal = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let answer = String(buffer: try await portal.body.collect(upTo: 1 << 20))
+        #expect(portal.status.code == 201, "the fake knows the triggered customer: \(answer)")
+
+        await daemon.shutdown()
+        try await running.value
+    }
 }

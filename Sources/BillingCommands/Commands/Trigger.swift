@@ -3,6 +3,7 @@ import BillingCore
 import BillingServer
 import BillingStore
 import Foundation
+import Logging
 
 /// `billingd trigger`: sign a realistic sample event the way Stripe does and post it to a
 /// running billingd, like `stripe trigger` but offline.
@@ -68,6 +69,9 @@ struct Trigger: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let secret: String
+        // The ledger of `serve --local`, when the secret comes from it.
+        var localStore: SQLiteLedgerStore?
+        defer { try? localStore?.close() }
         if let configured = settings.webhookSecrets.first {
             secret = configured
         } else {
@@ -79,7 +83,7 @@ struct Trigger: AsyncParsableCommand {
                     "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
             }
             let store = try global.openDatabase(settings)
-            defer { try? store.close() }
+            localStore = store
             guard let local = try await LocalMode.secret(in: store, creating: false) else {
                 throw CommandFailure.configuration(
                     "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
@@ -104,7 +108,22 @@ struct Trigger: AsyncParsableCommand {
         if print {
             post.print()
         } else {
+            if let localStore { try await holdInLocalFake(body, store: localStore, settings: settings) }
             try await post.send(label: "\(eventType) \(eventID)", example: "http://127.0.0.1:8080/webhooks/stripe")
+        }
+    }
+
+    /// In local mode, has serve's Stripe fake (when it runs one) hold the event's object, so that
+    /// Checkout, the portal and cancel find a triggered customer or subscription.
+    private func holdInLocalFake(_ body: [UInt8], store: SQLiteLedgerStore, settings: Settings) async throws {
+        let logger = global.logger("billingd.trigger", level: .error)
+        switch try await LocalStripeFake.hold(eventBody: body, store: store, logger: logger) {
+        case .held(let objectID, let fake):
+            Output.note("\(objectID) is held by serve's local Stripe fake at \(fake): Checkout, Portal and cancel find it.")
+        case .unreachable(let fake, _):
+            Output.note("serve's local Stripe fake at \(fake) did not answer (is `billingd serve --local` running without STRIPE_API_KEY?); the event is sent anyway.")
+        case .notApplicable:
+            break
         }
     }
 

@@ -60,6 +60,11 @@ enum Output {
         FileHandle.standardError.write(Data("\n".utf8))
     }
 
+    /// A line for the person at the terminal, on standard error (standard output stays the result).
+    static func note(_ text: String) {
+        FileHandle.standardError.write(Data("\(text)\n".utf8))
+    }
+
     /// ISO 8601 UTC of Unix seconds.
     static func iso8601(seconds: Int64) -> String {
         let formatter = ISO8601DateFormatter()

@@ -76,7 +76,16 @@ public struct BillingDaemon: Sendable {
         // Local mode without a Stripe key: Checkout, the portal and cancel go to a Stripe fake.
         // First in the group, so it stops last.
         let localStripe = options.local && settings.apiKey == nil ? try await LocalStripe.start(catalog: catalog ?? .freeOnly, logger: logger) : nil
-        if let localStripe { services.append(.init(service: localStripe)) }
+        if let localStripe {
+            services.append(.init(service: localStripe))
+            // Where `trigger` finds it, to have it hold the objects it sends.
+            do {
+                try await store.setMetaValue(LocalStripeFake.metaKey, localStripe.fake.baseURL)
+            } catch {
+                await localStripe.fake.stop()
+                throw error
+            }
+        }
         services.append(.init(service: applier))
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
         let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)

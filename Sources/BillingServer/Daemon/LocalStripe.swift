@@ -1,4 +1,7 @@
+import APITransport
 import BillingCore
+import BillingStore
+import Foundation
 import Logging
 import ServiceLifecycle
 import StripeAPI
@@ -68,5 +71,46 @@ struct LocalStripe: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await fake.stop()
+    }
+}
+
+/// What `billingd trigger` needs of the Stripe fake a local `serve` runs: serve keeps the fake's
+/// address in the ledger's settings, and trigger has the fake hold the object of each event it
+/// sends, so that Checkout, the portal and cancel find a triggered customer or subscription.
+public enum LocalStripeFake {
+    static let metaKey = "local_stripe_fake_url"
+    /// The kinds of object the fake holds (its `ObjectKind`s, events aside).
+    static let heldKinds: Set<String> = ["customer", "subscription", "invoice", "payment_method", "price", "product", "checkout.session"]
+
+    public enum Outcome: Sendable, Equatable {
+        /// The fake at this address now holds the object (or forgot a deleted one).
+        case held(objectID: String, fake: String)
+        /// Nothing to do: serve never ran a local fake here, or the object is of a kind it does not hold.
+        case notApplicable
+        /// serve's fake did not answer (serve stopped, or runs with a Stripe key now).
+        case unreachable(fake: String, reason: String)
+    }
+
+    /// Has the local fake hold the object of a triggered event (its `data.object`, as sent).
+    public static func hold(eventBody: [UInt8], store: any LedgerStore, logger: Logger) async throws -> Outcome {
+        guard let fakeURL = try await store.metaValue(metaKey),
+            let event = try? JSONSerialization.jsonObject(with: Data(eventBody)) as? [String: Any],
+            let object = (event["data"] as? [String: Any])?["object"] as? [String: Any],
+            let kind = object["object"] as? String, heldKinds.contains(kind), let id = object["id"] as? String,
+            let objectJSON = String(data: try JSONSerialization.data(withJSONObject: object), encoding: .utf8)
+        else { return .notApplicable }
+        var configuration = StripeClientConfiguration(apiKey: LocalStripe.apiKey, baseURL: fakeURL, apiVersion: StripeAPIVersion.pinned)
+        configuration.maxRetries = 0
+        configuration.connectTimeout = .seconds(2)
+        configuration.requestTimeout = .seconds(5)
+        var parameters: StripeParameters = ["kind": .string(kind), "object": .string(objectJSON)]
+        if object["deleted"] as? Bool == true { parameters = ["kind": .string(kind), "object": .string(objectJSON), "delete": true] }
+        do {
+            _ = try await StripeClient(configuration: configuration, logger: logger)
+                .send(.post, "/v1/test_helpers/billingd/objects", parameters: parameters, account: event["account"] as? String)
+            return .held(objectID: id, fake: fakeURL)
+        } catch {
+            return .unreachable(fake: fakeURL, reason: "\(error)")
+        }
     }
 }

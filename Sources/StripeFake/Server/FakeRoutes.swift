@@ -55,6 +55,7 @@ enum FakeRoutes {
 
         v1.stripe(.get, "events", store) { try $0.listEvents($1) }
         v1.stripe(.get, "events/:id", store) { try $0.retrieveEvent($1) }
+        v1.stripe(.post, "test_helpers/billingd/objects", store) { try $0.holdObject($1) }
         HostedPages(store: store).addRoutes(to: router)
         return router
     }
