@@ -32,6 +32,20 @@ struct DaemonTests {
         return (running, port)
     }
 
+    /// `serve --local` without a Stripe key, with the service API on and the free-pro-team plans.
+    func startLocal(_ ledger: TemporaryLedger) async throws -> (BillingDaemon, Task<Void, any Error>, Int) {
+        let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/plans/free-pro-team.yaml").path
+        let settings = try Settings.load(
+            environment: ["BILLINGD_PORT": "0", "BILLINGD_API_TOKENS": Self.token, "BILLINGD_PLANS": plans], configFile: nil)
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let daemon = try await BillingDaemon(
+            settings: settings, store: ledger.store,
+            options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+        let (running, port) = try await start(daemon, ports: ports)
+        return (daemon, running, port)
+    }
+
     func get(_ url: String, token: String? = nil, timeout: TimeAmount = .seconds(10)) async throws -> (status: UInt, json: [String: Any]) {
         var request = HTTPClientRequest(url: url)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -133,16 +147,8 @@ struct DaemonTests {
     func localStripeFake() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/plans/free-pro-team.yaml").path
-        let settings = try Settings.load(
-            environment: ["BILLINGD_PORT": "0", "BILLINGD_API_TOKENS": Self.token, "BILLINGD_PLANS": plans], configFile: nil)
-        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
-        let daemon = try await BillingDaemon(
-            settings: settings, store: ledger.store,
-            options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+        let (daemon, running, port) = try await startLocal(ledger)
         #expect(daemon.startup["stripe_api"]?.hasPrefix("local fake at http://127.0.0.1:") == true, "\(daemon.startup)")
-        let (running, port) = try await start(daemon, ports: ports)
         let base = "http://127.0.0.1:\(port)"
         // A browser does not follow the redirect to the app's success page here.
         let browser = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
@@ -209,15 +215,7 @@ struct DaemonTests {
     func triggerHeldByLocalFake() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/plans/free-pro-team.yaml").path
-        let settings = try Settings.load(
-            environment: ["BILLINGD_PORT": "0", "BILLINGD_API_TOKENS": Self.token, "BILLINGD_PLANS": plans], configFile: nil)
-        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
-        let daemon = try await BillingDaemon(
-            settings: settings, store: ledger.store,
-            options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
-        let (running, port) = try await start(daemon, ports: ports)
+        let (daemon, running, port) = try await startLocal(ledger)
         let base = "http://127.0.0.1:\(port)"
 
         let triggered = try await billingd(
