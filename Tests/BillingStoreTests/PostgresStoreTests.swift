@@ -44,8 +44,8 @@ struct PostgresStoreTests {
         }
         #expect(versions == ["v1-ledger"])
         // Both work on the one schema.
-        try await stores[0].setMetaValue("k", "1")
-        #expect(try await stores[1].metaValue("k") == "1")
+        #expect(try await stores[0].inbox.insert([delivery("evt_1")]) != [InboxInsertOutcome.duplicate])
+        #expect(try await stores[1].inbox.insert([delivery("evt_1")]) == [InboxInsertOutcome.duplicate])
 
         let reopened = try await PostgresLedgerStore.open(configuration, maximumConnections: 1, logger: logger)
         #expect(reopened.appliedMigrations == [], "a current database is left as it is")
@@ -215,5 +215,38 @@ struct PostgresStoreTests {
             try await store.checkWritable()
             #expect(try await store.metaValue("ready_checked_at") != nil)
         }
+    }
+
+    @Test("A delivery that reaches two replicas at once is stored once; overlapping batches in opposite orders do not deadlock")
+    func twoReplicas() async throws {
+        try await PostgresTestDatabase.withFreshDatabase { configuration in try await twoReplicas(configuration) }
+    }
+
+    private func twoReplicas(_ configuration: PostgresConfiguration) async throws {
+        let first = try await PostgresLedgerStore.open(configuration, maximumConnections: 2, logger: logger)
+        let second = try await PostgresLedgerStore.open(configuration, maximumConnections: 2, logger: logger)
+        let batch = (0..<40).map { delivery("evt_\($0)") }
+        for round in 0..<5 {
+            let events = batch.map { delivery("\($0.envelope.id)_\(round)") }
+            async let a = first.inbox.insert(events)
+            async let b = second.inbox.insert(events.reversed())
+            let (outcomesA, outcomesB) = try await (a, b)
+            // Each event stored by exactly one replica, and both answered for every one.
+            for (index, outcome) in outcomesA.enumerated() {
+                let other = outcomesB[events.count - 1 - index]
+                #expect((outcome == .duplicate) != (other == .duplicate), "event \(index) of round \(round)")
+            }
+        }
+        #expect(try await first.inbox.count() == 200)
+        await first.close()
+        await second.close()
+    }
+
+    func delivery(_ id: String) -> InboxDelivery {
+        InboxDelivery(
+            envelope: EventEnvelope(
+                id: id, type: "invoice.paid", apiVersion: "2026-10-28.clover", created: 100, livemode: false, account: nil,
+                objectID: "in_\(id)", objectType: "invoice"),
+            body: Array("{\"id\":\"\(id)\"}".utf8), receivedAt: 1, source: .webhook, secretIndex: 0)
     }
 }

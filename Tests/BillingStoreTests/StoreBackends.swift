@@ -5,6 +5,19 @@ import Logging
 import PostgresNIO
 import Testing
 
+/// The two implementations of the store protocols, for tests that must hold on both.
+enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String {
+        switch self {
+        case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
+        }
+    }
+}
+
 /// The PostgreSQL that scripts/test starts and names in BILLINGD_TEST_DATABASE_URL, and an empty
 /// database on it for each test, so that tests running in parallel never see each other's rows.
 enum PostgresTestDatabase {
@@ -90,6 +103,46 @@ enum PostgresTestDatabase {
                 throw error
             }
             await store.close()
+        }
+    }
+}
+
+/// An inbox on a fresh store of one backend.
+struct InboxUnderTest {
+    let inbox: any EventInbox
+    /// Fails every pending event for good, as an applier with one try would; how many.
+    let failEveryPending: @Sendable () async throws -> Int
+}
+
+/// Runs `body` on an inbox of `backend` in a fresh store, closed afterwards.
+func withInbox(_ backend: StoreBackend, _ body: (InboxUnderTest) async throws -> Void) async throws {
+    switch backend {
+    case .sqlite:
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-store-\(UUID().uuidString).sqlite3").path
+        let database = try LedgerDatabase.open(path: path)
+        defer { try? database.close() }
+        try await body(InboxUnderTest(
+            inbox: InboxQueue(database: database),
+            failEveryPending: { try await InboxApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead }))
+    case .postgres:
+        try await PostgresTestDatabase.withStore { store in
+            // Until the PostgreSQL applier lands, the rows are set as SQLite's applier leaves an
+            // event after its last try: dead, one attempt, its error.
+            let client = store.client
+            try await body(InboxUnderTest(
+                inbox: store.inbox,
+                failEveryPending: {
+                    let rows = try await client.query(
+                        """
+                        WITH failed AS (
+                            UPDATE inboxEvent SET status = \(InboxStatus.dead.rawValue), attempts = attempts + 1,
+                                lastError = 'the event holds no object', nextAttemptAt = NULL
+                            WHERE status = \(InboxStatus.pending.rawValue) RETURNING 1)
+                        SELECT count(*) FROM failed
+                        """)
+                    for try await count in rows.decode(Int.self) { return count }
+                    return 0
+                }))
         }
     }
 }

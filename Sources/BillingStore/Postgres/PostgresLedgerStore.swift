@@ -4,8 +4,8 @@ import PostgresNIO
 import Synchronization
 
 /// The ledger on PostgreSQL, for several billingd replicas on one database: postgres-nio's pool
-/// (`PostgresClient`), bound parameters only, its own migrations. Its roles come one by one;
-/// it becomes a ``LedgerStore`` when every role has its PostgreSQL side (issue 15).
+/// (`PostgresClient`), bound parameters only, its own migrations. It implements the inbox so
+/// far; it becomes a ``LedgerStore`` when every role has its PostgreSQL side (issue 15).
 public final class PostgresLedgerStore: Sendable {
     /// The pool behind every role. Package, not public: nothing above BillingStore spells SQL;
     /// the package's tests use it for raw-SQL assertions.
@@ -63,6 +63,9 @@ public final class PostgresLedgerStore: Sendable {
             configuration: try configuration.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
         return PostgresLedgerStore(client: client, appliedMigrations: applied, logger: logger)
     }
+
+    /// The inbox of verified deliveries.
+    public var inbox: any EventInbox { PostgresInbox(client: client, logger: logger) }
 
     /// Proves the database accepts writes (for `/readyz`): a committed write of the meta table.
     public func checkWritable() async throws {
