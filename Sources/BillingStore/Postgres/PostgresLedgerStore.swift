@@ -20,11 +20,11 @@ public final class PostgresLedgerStore: Sendable {
     private let runTask: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
 
-    private init(client: PostgresClient, appliedMigrations: [String], logger: Logger) {
+    private init(client: PostgresClient, runTask: Task<Void, Never>, appliedMigrations: [String], logger: Logger) {
         self.client = client
+        self.runTask = runTask
         self.appliedMigrations = appliedMigrations
         self.logger = logger
-        self.runTask = Task { await client.run() }
     }
 
     /// Connects once to check the database (reachable, `synchronous_commit` not off), migrates
@@ -61,7 +61,15 @@ public final class PostgresLedgerStore: Sendable {
         try? await connection.close()
         let client = PostgresClient(
             configuration: try configuration.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
-        return PostgresLedgerStore(client: client, appliedMigrations: applied, logger: logger)
+        // The pool leases nothing until run() is under way (and warns when asked before): the
+        // store is handed out once the task has reached it.
+        let (started, signal) = AsyncStream<Void>.makeStream()
+        let runTask = Task {
+            signal.finish()
+            await client.run()
+        }
+        for await _ in started {}
+        return PostgresLedgerStore(client: client, runTask: runTask, appliedMigrations: applied, logger: logger)
     }
 
     /// The inbox of verified deliveries.
