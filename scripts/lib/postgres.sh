@@ -34,7 +34,8 @@ billingd_as_postgres() {
 # billingd_start_test_postgres — starts the throwaway cluster and exports
 # BILLINGD_TEST_DATABASE_URL; registers billingd_stop_test_postgres to run on exit.
 billingd_start_test_postgres() {
-    local started=$SECONDS
+    local started
+    started=$(date +%s%N)
     billingd_ensure_packages "${billingd_postgres_packages[@]}"
     local bin
     bin=$(billingd_postgres_bin) || return 1
@@ -71,7 +72,8 @@ billingd_start_test_postgres() {
         return 1
     fi
     export BILLINGD_TEST_DATABASE_URL="postgres://postgres@/billingd_test?host=$dir&sslmode=disable"
-    echo "billingd: test PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on $dir (ready in $((SECONDS - started)) s)" >&2
+    local elapsed=$((($(date +%s%N) - started) / 1000000))
+    echo "billingd: test PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on $dir (ready in $elapsed ms)" >&2
 }
 
 # billingd_stop_test_postgres — stops the throwaway cluster (fast: sessions are cut) and removes
