@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // Pure logic: signatures (Stripe's HMAC, Apple's JWS chains), event decoding, ledger rules,
@@ -46,13 +48,17 @@ let package = Package(
             resources: [.embedInCode("AppStore/Verification/AppleRootCA-G3.cer")],
             swiftSettings: swiftSettings
         ),
-        // The ledger behind the LedgerStore protocols, implemented on SQLite with GRDB: migrations,
-        // inbox with group commit, ledger façade. Nothing above it spells SQL.
+        // The ledger behind the LedgerStore protocols, implemented on SQLite with GRDB (migrations,
+        // inbox with group commit, ledger façade) and, under Postgres/, on PostgreSQL with
+        // postgres-nio for several replicas on one database. Nothing above it spells SQL.
         .target(
             name: "BillingStore",
             dependencies: [
                 "BillingCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -187,7 +193,9 @@ let package = Package(
         .testTarget(
             name: "BillingStoreTests",
             dependencies: [
-                "BillingTestSupport","BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "CSV", package: "CSV.swift")],
+                "BillingTestSupport", "BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "CSV", package: "CSV.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Test-only support shared by test targets (no product depends on it).

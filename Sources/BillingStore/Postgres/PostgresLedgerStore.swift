@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The ledger on PostgreSQL, for several billingd replicas on one database: postgres-nio's pool
+/// (`PostgresClient`), bound parameters only, its own migrations. It implements the inbox so
+/// far; it becomes a ``LedgerStore`` when every role has its PostgreSQL side (issue 15).
+public final class PostgresLedgerStore: Sendable {
+    /// The pool behind every role. Package, not public: nothing above BillingStore spells SQL;
+    /// the package's tests use it for raw-SQL assertions.
+    package let client: PostgresClient
+    /// The migrations this open applied; empty when the database was current (or another
+    /// replica migrated it first).
+    public let appliedMigrations: [String]
+    let logger: Logger
+    /// Runs the pool (`client.run()`), which leases no connection without it. Unstructured
+    /// until the pool becomes a Service in serve's ServiceGroup: ``close()`` cancels it and
+    /// waits for it to end.
+    private let runTask: Task<Void, Never>
+    private let closed = Atomic<Bool>(false)
+
+    private init(client: PostgresClient, runTask: Task<Void, Never>, appliedMigrations: [String], logger: Logger) {
+        self.client = client
+        self.runTask = runTask
+        self.appliedMigrations = appliedMigrations
+        self.logger = logger
+    }
+
+    /// Connects once to check the database (reachable, `synchronous_commit` not off), migrates
+    /// it under the advisory lock, and only then starts the pool.
+    /// - Parameter maximumConnections: the pool's size; every replica holds up to this many.
+    public static func open(
+        _ configuration: PostgresConfiguration, maximumConnections: Int = 20,
+        logger: Logger = Logger(label: "billingd.postgres")
+    ) async throws -> PostgresLedgerStore {
+        let target = configuration.redacted
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: configuration.connectionConfiguration(), id: 0, logger: logger)
+        } catch {
+            throw PostgresStoreError.cannotConnect(target: target, reason: PostgresStoreError.reason(error))
+        }
+        let applied: [String]
+        do {
+            let synchronousCommit = try await setting("synchronous_commit", connection: connection, logger: logger)
+            guard synchronousCommit != "off" else {
+                throw PostgresStoreError.synchronousCommitOff(database: configuration.database)
+            }
+            do {
+                applied = try await PostgresMigrations.migrate(
+                    connection, logger: logger, now: Int64(Date().timeIntervalSince1970 * 1000))
+            } catch {
+                throw PostgresStoreError.migrationFailed(target: target, reason: PostgresStoreError.reason(error))
+            }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try? await connection.close()
+        let client = PostgresClient(
+            configuration: try configuration.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
+        // The pool leases nothing until run() is under way (and warns when asked before): the
+        // store is handed out once the task has reached it.
+        let (started, signal) = AsyncStream<Void>.makeStream()
+        let runTask = Task {
+            signal.finish()
+            await client.run()
+        }
+        for await _ in started {}
+        return PostgresLedgerStore(client: client, runTask: runTask, appliedMigrations: applied, logger: logger)
+    }
+
+    /// The inbox of verified deliveries.
+    public var inbox: any EventInbox { PostgresInbox(client: client, logger: logger) }
+
+    /// Proves the database accepts writes (for `/readyz`): a committed write of the meta table.
+    public func checkWritable() async throws {
+        try await setMetaValue("ready_checked_at", String(Int64(Date().timeIntervalSince1970)))
+    }
+
+    /// A value from the `meta` key-value table; nil when unset.
+    public func metaValue(_ key: String) async throws -> String? {
+        let rows = try await client.query("SELECT value FROM meta WHERE key = \(key)", logger: logger)
+        for try await value in rows.decode(String.self) { return value }
+        return nil
+    }
+
+    /// Writes a value into the `meta` key-value table.
+    public func setMetaValue(_ key: String, _ value: String) async throws {
+        try await client.query(
+            "INSERT INTO meta (key, value) VALUES (\(key), \(value)) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            logger: logger)
+    }
+
+    /// The server's `synchronous_commit` for billingd's sessions: a 2xx follows the commit's
+    /// flush only when it is not `off` (the store refuses to open when it is).
+    public func synchronousCommit() async throws -> String {
+        try await client.withConnection { connection in
+            try await Self.setting("synchronous_commit", connection: connection, logger: logger)
+        }
+    }
+
+    /// Stops the pool and waits for its connections to close; a second close does nothing.
+    public func close() async {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        runTask.cancel()
+        await runTask.value
+    }
+
+    private static func setting(_ name: String, connection: PostgresConnection, logger: Logger) async throws -> String {
+        let rows = try await connection.query("SELECT current_setting(\(name))", logger: logger)
+        for try await value in rows.decode(String.self) { return value }
+        return ""
+    }
+}
+
+/// Why the PostgreSQL ledger could not be opened; messages never hold the password.
+public enum PostgresStoreError: Error, CustomStringConvertible {
+    /// The server was not reached, or refused the login or the database.
+    case cannotConnect(target: String, reason: String)
+    /// A migration failed; its transaction was rolled back, so the schema is as it was.
+    case migrationFailed(target: String, reason: String)
+    /// `synchronous_commit` is off: a commit could be acknowledged before it is durable.
+    case synchronousCommitOff(database: String)
+
+    public var description: String {
+        switch self {
+        case .cannotConnect(let target, let reason):
+            "Cannot connect to the ledger database \(target): \(reason). Check BILLINGD_DATABASE_URL and the password."
+        case .migrationFailed(let target, let reason):
+            "Migrating the ledger database \(target) failed and was rolled back: \(reason)."
+        case .synchronousCommitOff(let database):
+            """
+            The database \(database) runs with synchronous_commit = off: a delivery could be acknowledged before it \
+            is durable (invariant 1). Set it on for billingd's role or database (ALTER ROLE … SET synchronous_commit = on).
+            """
+        }
+    }
+
+    /// What went wrong, from postgres-nio's error: the server's message and SQLSTATE, or the
+    /// connection's failure. PSQLError's own description hides all of it (the query's binds could
+    /// hold secrets); this shows neither the query nor its binds.
+    static func reason(_ error: any Error) -> String {
+        if let transaction = error as? PostgresTransactionError {
+            if let inner = transaction.closureError ?? transaction.commitError ?? transaction.beginError {
+                return reason(inner)
+            }
+        }
+        guard let error = error as? PSQLError else { return String(describing: error) }
+        if let info = error.serverInfo, let message = info[.message] {
+            var text = message
+            if let detail = info[.detail] { text += " (\(detail))" }
+            if let hint = info[.hint] { text += "; \(hint)" }
+            if let state = info[.sqlState] { text += " [SQLSTATE \(state)]" }
+            return text
+        }
+        if let underlying = error.underlying { return "\(error.code): \(underlying)" }
+        return "\(error.code)"
+    }
+}

@@ -1,0 +1,148 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// The two implementations of the store protocols, for tests that must hold on both.
+enum StoreBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String {
+        switch self {
+        case .sqlite: "SQLite"
+        case .postgres: "PostgreSQL"
+        }
+    }
+}
+
+/// The PostgreSQL that scripts/test starts and names in BILLINGD_TEST_DATABASE_URL, and an empty
+/// database on it for each test, so that tests running in parallel never see each other's rows.
+enum PostgresTestDatabase {
+    static let variable = "BILLINGD_TEST_DATABASE_URL"
+    static let logger = Logger(label: "billingd.tests.postgres")
+
+    /// Set in CI when BILLINGD_TEST_DATABASE_URL is not: CI must prove the PostgreSQL store.
+    struct Missing: Error, CustomStringConvertible {
+        var description: String {
+            "CI=true but BILLINGD_TEST_DATABASE_URL is not set: run the suite through scripts/test, which starts a throwaway PostgreSQL and sets it."
+        }
+    }
+
+    /// The test server's settings. Outside CI a missing URL cancels the test, saying why; in CI it
+    /// fails the test.
+    static func server() throws -> PostgresConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        guard let url = environment[variable], !url.isEmpty else {
+            if environment["CI"] == "true" { throw Missing() }
+            try Test.cancel(
+                "BILLINGD_TEST_DATABASE_URL is not set, so the PostgreSQL side is not run: scripts/test starts a throwaway PostgreSQL and sets it.")
+        }
+        return try PostgresConfiguration(url: url)
+    }
+
+    /// Creates an empty database and returns the settings that reach it.
+    static func create() async throws -> PostgresConfiguration {
+        var configuration = try server()
+        let name = "billingd_t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try await withConnection(configuration) { connection in
+            // A generated name, never input: identifiers cannot be bound.
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
+        configuration.database = name
+        return configuration
+    }
+
+    /// Drops a database made by ``create()``, cutting off any session left on it.
+    static func drop(_ configuration: PostgresConfiguration) async throws {
+        let server = try server()
+        try await withConnection(server) { connection in
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(configuration.database) WITH (FORCE)"), logger: logger)
+        }
+    }
+
+    /// Runs `body` on a connection of its own to `configuration`'s database.
+    static func withConnection<Result: Sendable>(
+        _ configuration: PostgresConfiguration, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let connection = try await PostgresConnection.connect(
+            configuration: configuration.connectionConfiguration(), id: Int.random(in: 1...Int.max), logger: logger)
+        do {
+            let result = try await body(connection)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    /// Runs `body` with the settings of a fresh database, dropped afterwards whatever happened.
+    static func withFreshDatabase(_ body: (PostgresConfiguration) async throws -> Void) async throws {
+        let configuration = try await create()
+        do {
+            try await body(configuration)
+        } catch {
+            try? await drop(configuration)
+            throw error
+        }
+        try await drop(configuration)
+    }
+
+    /// Opens a store on a fresh database, runs `body`, then closes the store and drops the database.
+    static func withStore(_ body: (PostgresLedgerStore) async throws -> Void) async throws {
+        try await withFreshDatabase { configuration in
+            let store = try await PostgresLedgerStore.open(configuration, maximumConnections: 4, logger: logger)
+            do {
+                try await body(store)
+            } catch {
+                await store.close()
+                throw error
+            }
+            await store.close()
+        }
+    }
+}
+
+/// An inbox on a fresh store of one backend.
+struct InboxUnderTest {
+    let inbox: any EventInbox
+    /// Fails every pending event for good, as an applier with one try would; how many.
+    let failEveryPending: @Sendable () async throws -> Int
+}
+
+/// Runs `body` on an inbox of `backend` in a fresh store, closed afterwards.
+func withInbox(_ backend: StoreBackend, _ body: (InboxUnderTest) async throws -> Void) async throws {
+    switch backend {
+    case .sqlite:
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-store-\(UUID().uuidString).sqlite3").path
+        let database = try LedgerDatabase.open(path: path)
+        defer { try? database.close() }
+        try await body(InboxUnderTest(
+            inbox: InboxQueue(database: database),
+            failEveryPending: { try await InboxApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead }))
+    case .postgres:
+        try await PostgresTestDatabase.withStore { store in
+            // Until the PostgreSQL applier lands, the rows are set as SQLite's applier leaves an
+            // event after its last try: dead, one attempt, its error.
+            let client = store.client
+            try await body(InboxUnderTest(
+                inbox: store.inbox,
+                failEveryPending: {
+                    let rows = try await client.query(
+                        """
+                        WITH failed AS (
+                            UPDATE inboxEvent SET status = \(InboxStatus.dead.rawValue), attempts = attempts + 1,
+                                lastError = 'the event holds no object', nextAttemptAt = NULL
+                            WHERE status = \(InboxStatus.pending.rawValue) RETURNING 1)
+                        SELECT count(*) FROM failed
+                        """)
+                    for try await count in rows.decode(Int.self) { return count }
+                    return 0
+                }))
+        }
+    }
+}
