@@ -3,6 +3,7 @@ import BillingCore
 import BillingStore
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -119,6 +120,7 @@ public enum BillingApplication {
     ) -> some ApplicationProtocol {
         Application(
             router: router(dependencies),
+            server: .billingd,
             configuration: .init(address: .hostname(host, port: port), serverName: "billingd"),
             services: services,
             onServerRunning: onServerRunning,
