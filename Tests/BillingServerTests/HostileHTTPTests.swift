@@ -16,7 +16,7 @@ struct LiveServer {
 
     /// Runs `body` with the port of a server over a fresh ledger.
     static func run(
-        logger: Logger? = nil,
+        limits: ConnectionLimits = .init(), logger: Logger? = nil,
         configure: (inout BillingServerDependencies) -> Void = { _ in },
         _ body: @Sendable (_ port: Int, _ ledger: TemporaryLedger) async throws -> Void
     ) async throws {
@@ -32,7 +32,7 @@ struct LiveServer {
         configure(&dependencies)
         var quiet = Logger(label: "test")
         quiet.logLevel = .critical
-        let app = BillingApplication.application(dependencies, host: "127.0.0.1", port: 0, logger: logger ?? quiet)
+        let app = BillingApplication.application(dependencies, host: "127.0.0.1", port: 0, limits: limits, logger: logger ?? quiet)
         try await app.test(.live) { client in
             try await body(try #require(client.port), ledger)
         }

@@ -121,8 +121,11 @@ struct Serve: AsyncParsableCommand {
         let startup = Self.startupSummary(
             settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
             appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
+        let limits = ConnectionLimits(
+            idleTimeout: settings.idleTimeout, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
+            maximumConnections: settings.maximumConnections)
         let application = BillingApplication.application(
-            dependencies, host: settings.host, port: settings.port, logger: logger
+            dependencies, host: settings.host, port: settings.port, limits: limits, logger: logger
         ) { _ in
             logger.notice("billingd listening", metadata: startup.mapValues { .string($0) })
         }

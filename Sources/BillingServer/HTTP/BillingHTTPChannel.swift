@@ -7,20 +7,29 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
 /// billingd's HTTP/1.1 connections: the pipeline of Hummingbird's `HTTP1Channel` (2.28.1) with
-/// two handlers it lacks, so that every answer is JSON:
+/// three handlers it lacks, so that every answer is JSON and no client holds a connection
+/// without making progress:
 ///
 /// - ``KeepAliveHandler`` closes after the response when the request asks for it, HTTP/1.0
 ///   included (Hummingbird only honours a literal `Connection: close`);
 /// - ``RequestGuard`` answers HTTP framing the parser refuses (bad chunks, oversized or invalid
-///   headers, `Content-Length` beside `Transfer-Encoding`) with a JSON 400 and closes.
+///   headers, `Content-Length` beside `Transfer-Encoding`) with a JSON 400 and closes, and
+///   closes a connection whose request head or body is late (``ConnectionLimits``);
+/// - ``ReadObserver``, first in the pipeline, tells the guard when a request's first bytes
+///   arrive, which the HTTP decoder does not say until the head is complete.
+///
+/// Idle connections are closed by Hummingbird's `HTTPConnectionStateHandler`, and the connection
+/// cap is Hummingbird's `MaximumAvailableConnections` on the listening socket.
 struct BillingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: HTTPChannelHandler.Responder
+    let limits: ConnectionLimits
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(ReadObserver())
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false,  // NIOAsyncChannel reads one request at a time
                 withErrorHandling: false,  // RequestGuard answers parser errors, in JSON
@@ -29,8 +38,8 @@ struct BillingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 withDecoderLimitConfiguration: .init())
             try pipeline.addHandler(KeepAliveHandler())
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try pipeline.addHandler(RequestGuard(logger: logger))
-            try pipeline.addHandler(HTTPConnectionStateHandler(logger: logger))
+            try pipeline.addHandler(RequestGuard(headerTimeout: limits.headerTimeout, bodyTimeout: limits.bodyTimeout, logger: logger))
+            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: limits.idleTimeout, logger: logger))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
     }
@@ -41,9 +50,24 @@ struct BillingHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 served by ``BillingHTTPChannel``.
-    static var billingd: HTTPServerBuilder {
-        HTTPServerBuilder { responder in BillingHTTPChannel(responder: responder) }
+    /// HTTP/1.1 served by ``BillingHTTPChannel`` within `limits`.
+    static func billingd(_ limits: ConnectionLimits) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in BillingHTTPChannel(responder: responder, limits: limits) }
+    }
+}
+
+/// Bytes arrived on the connection: sent through the pipeline by ``ReadObserver`` before the
+/// bytes themselves, so that ``RequestGuard`` can time a request head from its first byte.
+struct ConnectionBytesRead: Sendable {}
+
+/// First in the pipeline: announces every read (``ConnectionBytesRead``) before passing it on.
+final class ReadObserver: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireUserInboundEventTriggered(ConnectionBytesRead())
+        context.fireChannelRead(data)
     }
 }
 
@@ -64,8 +88,14 @@ final class KeepAliveHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
-/// Watches each request on a connection and answers framing the HTTP parser refuses with a
-/// JSON 400, then closes.
+/// A request whose body was not complete `bodyTimeout` after its head: its reader fails with
+/// this as the connection closes. (Had the connection just closed, the HTTP decoder would fail
+/// it too, for the missing rest of the body: what arrived is never taken for the whole.)
+public struct RequestBodyTimeout: Error, Sendable {}
+
+/// Watches each request on a connection: answers framing the HTTP parser refuses with a JSON
+/// 400 and closes; closes the connection when a request's head is not complete
+/// `headerTimeout` after its first byte, or its body `bodyTimeout` after the head.
 ///
 /// A parser error before any request is in flight is answered here. One in the body of the
 /// request being answered is passed on, so that the route reading the body fails (and answers
@@ -79,22 +109,40 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Where the connection is in reading requests.
     private enum Phase {
-        /// Between requests.
+        /// Between requests: nothing of the next one has arrived.
         case waiting
-        /// The head is read; the body is arriving.
+        /// Bytes of a request head have arrived; it is due by the deadline.
+        case head
+        /// The head is read; the body is due by the deadline.
         case body
         /// The parser failed: nothing more is read, the connection closes.
         case failed
     }
 
+    private let headerTimeout: TimeAmount
+    private let bodyTimeout: TimeAmount
     private let logger: Logger
     private var phase = Phase.waiting
     /// Requests whose head was read and whose response has not ended.
     private var openResponses = 0
     private var closeAfterResponse = false
+    private var deadline: Scheduled<Void>?
 
-    init(logger: Logger) {
+    init(headerTimeout: Duration, bodyTimeout: Duration, logger: Logger) {
+        self.headerTimeout = TimeAmount(headerTimeout)
+        self.bodyTimeout = TimeAmount(bodyTimeout)
         self.logger = logger
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ConnectionBytesRead {
+            if phase == .waiting {
+                phase = .head
+                schedule(headerTimeout, context: context)
+            }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -102,9 +150,11 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case .head:
             openResponses += 1
             phase = .body
+            schedule(bodyTimeout, context: context)
         case .body:
             break
         case .end:
+            cancelDeadline()
             phase = .waiting
         }
         context.fireChannelRead(data)
@@ -134,7 +184,11 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let failedPhase = phase
+        // Already failed (a deadline closed the connection, and the decoder then found the rest
+        // missing): the reader has its error.
+        guard failedPhase != .failed else { return }
         phase = .failed
+        cancelDeadline()
         if openResponses <= 0 {
             logger.debug("malformed HTTP request refused", metadata: ["error": "\(parserError)"])
             respond(to: parserError, context: context)
@@ -143,6 +197,15 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
         // A request is being answered: close once that answer is written.
         closeAfterResponse = true
         if failedPhase == .body { context.fireErrorCaught(error) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelDeadline()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelDeadline()
     }
 
     /// The JSON 400 for framing the parser refused, then the connection closes.
@@ -172,6 +235,39 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
             default: "its framing (Content-Length, Transfer-Encoding: chunked, or the chunks) is invalid"
             }
         return "The request is not valid HTTP/1.1: \(problem). The connection is closed."
+    }
+
+    private func schedule(_ timeout: TimeAmount, context: ChannelHandlerContext) {
+        cancelDeadline()
+        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: timeout) {
+            loopBound.value.handler.deadlinePassed(context: loopBound.value.context)
+        }
+    }
+
+    private func cancelDeadline() {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    private func deadlinePassed(context: ChannelHandlerContext) {
+        deadline = nil
+        switch phase {
+        case .head where openResponses > 0:
+            // The next request is late while this one is answered: close after the answer.
+            closeAfterResponse = true
+        case .head:
+            logger.debug("request head too slow, closing the connection")
+            phase = .failed
+            context.close(promise: nil)
+        case .body:
+            logger.debug("request body too slow, closing the connection")
+            phase = .failed
+            context.fireErrorCaught(RequestBodyTimeout())
+            context.close(promise: nil)
+        case .waiting, .failed:
+            break
+        }
     }
 }
 

@@ -20,13 +20,17 @@ enum RequestBody {
     }
 
     /// The answer to an error met while reading a body, when it is the client's doing: too large,
-    /// or malformed framing.
+    /// malformed framing, or too slow.
     static func clientError(_ error: any Error, limit: Int? = nil) -> APIError? {
         switch error {
         case is NIOTooManyBytesError:
             return limit.map(tooLarge) ?? APIError(.contentTooLarge, code: "body_too_large", message: "The body is too large.")
         case let parserError as HTTPParserError:
             return APIError(.badRequest, code: "malformed_request", message: RequestGuard.message(parserError))
+        case is RequestBodyTimeout:
+            return APIError(
+                .requestTimeout, code: "request_timeout",
+                message: "The body did not arrive within the body timeout (BILLINGD_BODY_TIMEOUT); the connection is closed.")
         default:
             return nil
         }
