@@ -34,7 +34,7 @@ struct WebhookEndpointTests {
         let event = try #require(events.first)
         #expect(event.eventID == "evt_once")
         #expect(event.type == "customer.subscription.updated")
-        #expect(event.status == .pending)
+        #expect(event.status == .applied, "applied in the commit that stored it")
         #expect(event.objectID == "sub_evt_once")
         #expect(event.apiVersion == "2026-10-28.clover")
         #expect(event.source == .webhook)
@@ -201,7 +201,7 @@ struct WebhookEndpointTests {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
         let app = makeApplication(makeDependencies(ledger))
-        let body = eventBody(id: "evt_m", type: "invoice.paid")
+        let body = eventBody(id: "evt_m", type: "customer.subscription.created")
         try await app.test(.router) { client in
             for _ in 0..<2 {
                 try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
@@ -209,8 +209,8 @@ struct WebhookEndpointTests {
             try await client.execute(uri: "/webhooks/stripe", method: .post, headers: [:], body: ByteBuffer(bytes: body))
             try await client.execute(uri: "/metrics", method: .get) { response in
                 let text = String(buffer: response.body)
-                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="invoice.paid"} 1"#))
-                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="duplicate",type="invoice.paid"} 1"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="customer.subscription.created"} 1"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="duplicate",type="customer.subscription.created"} 1"#))
                 #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="malformed",type="unknown"} 1"#))
             }
         }

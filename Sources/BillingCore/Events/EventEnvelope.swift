@@ -33,8 +33,16 @@ public struct EventEnvelope: Sendable, Equatable {
     }
 
     /// Decodes the envelope of a delivery; throws ``EventDecodingError`` when the body is not
-    /// a Stripe event.
+    /// a Stripe event, or not one the applier could read as it is stored: a byte order mark,
+    /// bytes that are not UTF-8, a control character in a stored field, or a `data.object` that
+    /// ``RawObjectLocator`` cannot find (or finds twice) are all refused here, before the 2xx.
     public init(decoding body: [UInt8]) throws(EventDecodingError) {
+        if body.starts(with: [0xEF, 0xBB, 0xBF]) {
+            throw .notAnEvent("the body starts with a UTF-8 byte order mark; Stripe's JSON has none")
+        }
+        if String(validating: body, as: UTF8.self) == nil {
+            throw .notAnEvent("the body is not valid UTF-8")
+        }
         let wire: Wire
         do {
             wire = try JSONDecoder().decode(Wire.self, from: Data(body))
@@ -52,6 +60,18 @@ public struct EventEnvelope: Sendable, Equatable {
         }
         guard let created = wire.created else { throw .notAnEvent("the event has no created time") }
         guard wire.data != nil else { throw .notAnEvent("the event has no data.object") }
+        let stored: [(String, String?)] = [
+            ("id", id), ("type", type), ("api_version", wire.api_version), ("account", wire.account),
+            ("data.object.id", wire.data?.object.id), ("data.object.object", wire.data?.object.object),
+        ]
+        for case let (name, value?) in stored {
+            if let character = StoredText.firstControlCharacter(value) {
+                throw .notAnEvent("the event's \(name) holds a control character (\(character)); Stripe's never do")
+            }
+        }
+        guard RawObjectLocator.objectRange(in: body) != nil else {
+            throw .notAnEvent("data.object is not a single member of a single data object")
+        }
         self.init(
             id: id, type: type, apiVersion: wire.api_version, created: created,
             livemode: wire.livemode ?? false, account: wire.account,
@@ -72,7 +92,8 @@ public struct EventEnvelope: Sendable, Equatable {
     private struct Wire: Decodable {
         struct DataField: Decodable {
             /// Only located here: an id or type that is not a string (a poison object)
-            /// still leaves a storable event, whose applying then fails visibly.
+            /// still leaves an envelope; whether the object can be applied is the applier's
+            /// decoding to say (the webhook refuses one that cannot, invariant 9).
             struct Object: Decodable {
                 let id: String?
                 let object: String?
