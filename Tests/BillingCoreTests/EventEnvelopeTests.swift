@@ -138,3 +138,41 @@ struct EventEnvelopeStrictnessTests {
         }
     }
 }
+
+@Suite("Event created time against its signature (issue 18 item 5)")
+struct EventCreatedTests {
+    static func event(created: String) -> [UInt8] {
+        Array(#"{"id":"evt_c","object":"event","type":"customer.updated","created":\#(created),"livemode":false,"data":{"object":{"id":"cus_1","object":"customer"}}}"#.utf8)
+    }
+
+    @Test("A negative created is not an event")
+    func negative() {
+        #expect(throws: EventDecodingError.createdNegative(-1)) { try EventEnvelope(decoding: Self.event(created: "-1")) }
+    }
+
+    @Test("created may be up to the signature's timestamp plus the tolerance, not one second more")
+    func notAfterSigning() throws {
+        let signedAt: Int64 = 1_767_225_600
+        try EventEnvelope(decoding: Self.event(created: "\(signedAt + 300)")).checkCreated(signedAt: signedAt, tolerance: 300)
+        try EventEnvelope(decoding: Self.event(created: "0")).checkCreated(signedAt: signedAt, tolerance: 300)
+        let late = try EventEnvelope(decoding: Self.event(created: "\(signedAt + 301)"))
+        #expect(throws: EventDecodingError.createdInFuture(created: signedAt + 301, signedAt: signedAt, tolerance: 300)) {
+            try late.checkCreated(signedAt: signedAt, tolerance: 300)
+        }
+        let far = try EventEnvelope(decoding: Self.event(created: "1000000000000000000"))
+        do {
+            try far.checkCreated(signedAt: signedAt, tolerance: 300)
+            Issue.record("accepted")
+        } catch {
+            #expect(error.code == "event_created_in_future")
+        }
+    }
+
+    @Test("The verified signature tells its timestamp")
+    func signatureTimestamp() throws {
+        let body = Self.event(created: "1")
+        let verifier = SignatureVerifier(secrets: ["whsec_a_0123456789", "whsec_b_0123456789"])
+        let header = SignatureVerifier.header(body: body, secret: "whsec_b_0123456789", timestamp: 1_767_225_600)
+        #expect(try verifier.verifySignature(body: body, header: header, now: 1_767_225_601) == .init(secretIndex: 1, timestamp: 1_767_225_600))
+    }
+}

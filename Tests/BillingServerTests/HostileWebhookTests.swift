@@ -85,6 +85,35 @@ struct HostileWebhookTests {
     }
 }
 
+@Suite("POST /webhooks/stripe: event created time (issue 18 item 5)")
+struct EventCreatedWebhookTests {
+    @Test("A signed customer.updated created at 1e18 is 400 event_created_in_future, and a genuine later update then applies instead of being stale")
+    func farFutureCreated() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        @Sendable func customerUpdated(_ id: String, created: Int64, name: String) -> [UInt8] {
+            Array(#"{"id":"\#(id)","object":"event","type":"customer.updated","created":\#(created),"livemode":false,"data":{"object":{"id":"cus_frozen","object":"customer","name":"\#(name)"}}}"#.utf8)
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        try await makeApplication(makeDependencies(ledger)).test(.router) { client in
+            for created in [1_000_000_000_000_000_000, now + 301 + 60, -1] as [Int64] {
+                let frozen = customerUpdated("evt_future_\(created)", created: created, name: "Mallory")
+                let response = try await client.execute(
+                    uri: "/webhooks/stripe", method: .post, headers: signedHeaders(frozen, at: now), body: ByteBuffer(bytes: frozen))
+                #expect(response.status == .badRequest, "created \(created)")
+                #expect(response.errorCode == (created < 0 ? "not_an_event" : "event_created_in_future"), "created \(created)")
+            }
+            let genuine = customerUpdated("evt_genuine", created: now, name: "Ada")
+            let response = try await client.execute(
+                uri: "/webhooks/stripe", method: .post, headers: signedHeaders(genuine, at: now), body: ByteBuffer(bytes: genuine))
+            #expect(response.status == .ok)
+        }
+        let events = try await ledger.store.inbox.list(.init())
+        #expect(events.map(\.eventID) == ["evt_genuine"])
+        #expect(events.first?.effect == "applied", "the genuine update is applied, not stale")
+    }
+}
+
 @Suite("POST /webhooks/appstore: control characters (issue 18 item 3)")
 struct HostileAppStoreWebhookTests {
     @Test("A genuine notification whose notificationUUID holds a NUL is refused, not stored under a cut id")

@@ -64,22 +64,28 @@ public struct WebhookController: Sendable {
         let started = ContinuousClock.now
         let body = try await RequestBody.collect(request, limit: configuration.maximumBodySize)
 
-        let secretIndex: Int
+        let signature: SignatureVerifier.Verified
         do {
-            secretIndex = try verifier.verify(
+            signature = try verifier.verifySignature(
                 body: body, header: request.headers[Self.signatureHeader],
                 now: Int64(now().timeIntervalSince1970))
         } catch {
             throw APIError(.badRequest, code: error.code, message: error.message)
         }
+        let secretIndex = signature.secretIndex
 
         let envelope: EventEnvelope
         do {
             envelope = try EventEnvelope(decoding: body)
         } catch {
-            throw APIError(.badRequest, code: "not_an_event", message: error.message)
+            throw APIError(.badRequest, code: error.code, message: error.message)
         }
         eventType = envelope.type
+        do {
+            try envelope.checkCreated(signedAt: signature.timestamp, tolerance: verifier.tolerance)
+        } catch {
+            throw APIError(.badRequest, code: error.code, message: error.message)
+        }
 
         let delivery = InboxDelivery(
             envelope: envelope, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000),
