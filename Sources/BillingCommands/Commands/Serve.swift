@@ -28,7 +28,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd", level: settings.logLevel)
+        let logger = global.logger("billingd", settings: settings)
         let store = try global.openDatabase(settings)
 
         // The catalog first: a catalog error must not print after the local mode banner.

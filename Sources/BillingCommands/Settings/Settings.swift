@@ -298,6 +298,12 @@ public struct Settings: Sendable {
         return Int64(trimmed)
     }
 
+    /// Every configured secret value (webhook secrets, service API and metrics tokens, the Stripe
+    /// key), for the log handler to mask wherever one appears.
+    public var secretValues: [String] {
+        webhookSecrets + apiTokens + [metricsToken, apiKey].compactMap { $0 }
+    }
+
     /// Whether the API key is for live mode (nil without a key).
     public var apiKeyIsLive: Bool? {
         apiKey.map { $0.hasPrefix("sk_live_") || $0.hasPrefix("rk_live_") }
