@@ -196,6 +196,30 @@ struct WebhookEndpointTests {
         }
     }
 
+    @Test("Distinct unknown types share one series, type=\"other\", instead of one each (issue 18 item 7)")
+    func unknownTypesShareOneSeries() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        try await app.test(.router) { client in
+            for index in 0..<50 {
+                let body = eventBody(id: "evt_rand_\(index)", type: "random.type_\(index).\(UUID().uuidString.prefix(8))")
+                let response = try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
+                #expect(response.status == .ok)
+            }
+            let known = eventBody(id: "evt_known", type: "customer.subscription.updated")
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(known), body: ByteBuffer(bytes: known))
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                let series = text.split(separator: "\n").filter { $0.hasPrefix("billingd_webhook_deliveries_total{") }
+                #expect(series.count == 2, "\(series)")
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="other"} 50"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="customer.subscription.updated"} 1"#))
+                #expect(!text.contains("random.type_"))
+            }
+        }
+    }
+
     @Test("/metrics counts deliveries by outcome")
     func metricsCountOutcomes() async throws {
         let ledger = try TemporaryLedger()
