@@ -81,6 +81,22 @@ struct HostileHTTPTests {
         }
     }
 
+    @Test("A request answered before its body is read gets that one answer, even when the rest of its body turns out malformed")
+    func oneAnswerPerRequest() async throws {
+        try await LiveServer.run { port, _ in
+            let connection = try await RawConnection.open(port: port)
+            defer { connection.close() }
+            // No token: refused before the body is read.
+            try await connection.send(
+                "POST /v1/checkout-sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+            #expect(await connection.readResponse(timeout: .seconds(10))?.status == 401)
+            try await connection.send("zz\r\n")
+            let (rest, closed) = await connection.readUntilClosed(timeout: .seconds(10))
+            #expect(rest.isEmpty, "a second answer: \(String(decoding: rest, as: UTF8.self))")
+            #expect(closed)
+        }
+    }
+
     /// Request heads the HTTP parser refuses before any route runs.
     static let refusedHeads: [(name: String, request: [UInt8])] = [
         ("oversized headers", rawRequest("GET /healthz HTTP/1.1", ["Host: x", "X-Big: " + String(repeating: "a", count: 90_000)])),

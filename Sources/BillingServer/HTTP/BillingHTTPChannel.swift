@@ -189,14 +189,23 @@ final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
         guard failedPhase != .failed else { return }
         phase = .failed
         cancelDeadline()
-        if openResponses <= 0 {
+        switch (failedPhase, openResponses > 0) {
+        case (.body, true):
+            // In the body of the request being answered: its reader fails (and answers 400), and
+            // the connection closes after that answer.
+            closeAfterResponse = true
+            context.fireErrorCaught(error)
+        case (.body, false):
+            // In the rest of a body whose request is answered already: a second answer would be
+            // one too many; close.
+            context.close(promise: nil)
+        case (_, true):
+            // In the head of a request pipelined behind the one being answered.
+            closeAfterResponse = true
+        case (_, false):
             logger.debug("malformed HTTP request refused", metadata: ["error": "\(parserError)"])
             respond(to: parserError, context: context)
-            return
         }
-        // A request is being answered: close once that answer is written.
-        closeAfterResponse = true
-        if failedPhase == .body { context.fireErrorCaught(error) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
