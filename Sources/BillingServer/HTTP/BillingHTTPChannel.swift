@@ -97,10 +97,12 @@ public struct RequestBodyTimeout: Error, Sendable {}
 /// 400 and closes; closes the connection when a request's head is not complete
 /// `headerTimeout` after its first byte, or its body `bodyTimeout` after the head.
 ///
-/// A parser error before any request is in flight is answered here. One in the body of the
-/// request being answered is passed on, so that the route reading the body fails (and answers
-/// 400, see ``RequestBody``) instead of taking a partial body, and the connection closes after
-/// that answer: the parser cannot find the next request in what follows.
+/// Every request gets one answer, and after a parser error the connection closes, since the
+/// parser cannot find the next request in what follows. An error in a request head is answered
+/// here (or, behind a request still being answered, closes the connection after that answer).
+/// One in the body of the request being answered is passed on, so that the route reading the
+/// body fails (and answers 400, see ``RequestBody``) instead of taking a partial body. One in
+/// the rest of a body whose request was answered already just closes the connection.
 final class RequestGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
