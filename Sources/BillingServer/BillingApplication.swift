@@ -3,6 +3,7 @@ import BillingCore
 import BillingStore
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -112,14 +113,18 @@ public enum BillingApplication {
 
     /// The application: the HTTP server plus the given long-running services, which it runs
     /// and shuts down with it.
+    /// - Parameter limits: timeouts of idle and slow connections, and how many are served at once.
     public static func application(
-        _ dependencies: BillingServerDependencies, host: String, port: Int,
+        _ dependencies: BillingServerDependencies, host: String, port: Int, limits: ConnectionLimits = .init(),
         services: [any Service] = [], logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         Application(
             router: router(dependencies),
-            configuration: .init(address: .hostname(host, port: port), serverName: "billingd"),
+            server: .billingd(limits),
+            configuration: .init(
+                address: .hostname(host, port: port), serverName: "billingd",
+                availableConnectionsDelegate: .maximum(limits.maximumConnections, logger: logger)),
             services: services,
             onServerRunning: onServerRunning,
             logger: logger)

@@ -43,7 +43,11 @@ struct DaemonProcess {
     func waitUntilHealthy() async throws -> Bool {
         for _ in 0..<200 {
             if !process.isRunning { return false }
-            if let (status, _) = try? await HTTP.request("http://127.0.0.1:\(port)/healthz", method: "GET"), status == 200 {
+            // Connection: close, so that no pooled connection is left open to count against
+            // BILLINGD_MAX_CONNECTIONS.
+            if let (status, _) = try? await HTTP.request("http://127.0.0.1:\(port)/healthz", method: "GET", headers: ["Connection": "close"]),
+                status == 200
+            {
                 return true
             }
             try await Task.sleep(for: .milliseconds(50))

@@ -157,6 +157,11 @@ struct ExportEndpointTests {
         ("form=2026-01", "unknown_parameter", "\"form\""), ("livemode=maybe", "invalid_parameter", "true or false"),
         ("from=2026&from=2027", "invalid_parameter", "at most once"), ("currency=dollars", "invalid_parameter", "ISO 4217"),
         ("format=jsonl&bom=true", "invalid_parameter", "byte order mark"),
+        // Held to the rest of the service API's rules (issue 18 item 9).
+        ("status=bogus", "invalid_parameter", "status=bogus is not an invoice status"), ("status=paid,bogus", "invalid_parameter", "status=bogus"),
+        ("account=acct_1'--", "invalid_parameter", "not a Stripe account id"), ("account=acct_", "invalid_parameter", "not a Stripe account id"),
+        ("user=" + String(repeating: "u", count: 300), "invalid_parameter", "300 bytes long"), ("user=a%00b", "invalid_parameter", "control character"),
+        ("customer=cus_1'--", "invalid_parameter", "not a Stripe customer id"), ("customer=sub_123", "invalid_parameter", "cus_"),
     ])
     func invalidParameters(query: String, code: String, mention: String) async throws {
         let ledger = try await ledgerWithInvoices(1)

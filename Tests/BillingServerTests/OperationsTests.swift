@@ -103,14 +103,14 @@ struct OperationsTests {
             headers[.authorization] = "Bearer prometheus-scrape-token-0123"
             let before = try await client.execute(uri: "/metrics", method: .get, headers: headers) { String(buffer: $0.body) }
             for index in 0..<3 {
-                let body = eventBody(id: "evt_metric_\(index)", type: "invoice.paid")
+                let body = eventBody(id: "evt_metric_\(index)", type: "customer.subscription.created")
                 try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
             }
             let after = try await client.execute(uri: "/metrics", method: .get, headers: headers) { String(buffer: $0.body) }
             let samples = try PrometheusText.parse(after)
-            #expect(samples[#"billingd_webhook_deliveries_total{outcome="accepted",type="invoice.paid"}"#] == 3)
+            #expect(samples[#"billingd_webhook_deliveries_total{outcome="accepted",type="customer.subscription.created"}"#] == 3)
             #expect((samples["billingd_webhook_ingest_seconds_count"] ?? 0) >= 3)
-            #expect(PrometheusText.value(before, #"billingd_webhook_deliveries_total{outcome="accepted",type="invoice.paid"}"#) == nil)
+            #expect(PrometheusText.value(before, #"billingd_webhook_deliveries_total{outcome="accepted",type="customer.subscription.created"}"#) == nil)
         }
     }
 

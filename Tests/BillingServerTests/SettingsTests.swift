@@ -20,6 +20,24 @@ struct SettingsTests {
         #expect(settings.signatureTolerance == 300)
         #expect(settings.apiBase == "https://api.stripe.com")
         #expect(settings.apiTokens.isEmpty)
+        #expect(settings.idleTimeout == .seconds(60))
+        #expect(settings.headerTimeout == .seconds(30))
+        #expect(settings.bodyTimeout == .seconds(60))
+        #expect(settings.maximumConnections == 512)
+    }
+
+    @Test("Connection timeouts and the connection cap are read as durations and a count (issue 18 item 2)")
+    func connectionLimits() throws {
+        let settings = try Settings.load(
+            environment: [
+                "BILLINGD_IDLE_TIMEOUT": "2m", "BILLINGD_HEADER_TIMEOUT": "5s", "BILLINGD_BODY_TIMEOUT": "90",
+                "BILLINGD_MAX_CONNECTIONS": "64",
+            ], configFile: nil)
+        #expect(settings.idleTimeout == .seconds(120))
+        #expect(settings.headerTimeout == .seconds(5))
+        #expect(settings.bodyTimeout == .seconds(90))
+        #expect(settings.maximumConnections == 64)
+        #expect(Settings.helpTable.contains("BILLINGD_HEADER_TIMEOUT"))
     }
 
     @Test("A config file in environment-file syntax is read, and the environment wins over it")
@@ -45,6 +63,7 @@ struct SettingsTests {
         ["BILLINGD_PORT": "eighty"], ["BILLINGD_PORT": "70000"], ["BILLINGD_SIGNATURE_TOLERANCE": "-1"],
         ["STRIPE_API_KEY": "pk_live_publishable_key_oops"], ["STRIPE_API_BASE": "ftp://example.com"],
         ["STRIPE_WEBHOOK_SECRET": "abc1234"], ["STRIPE_WEBHOOK_SECRET": "whsec_REPLACE_ME"], ["BILLINGD_API_TOKENS": "short"], ["BILLINGD_LOG_LEVEL": "loud"],
+        ["BILLINGD_IDLE_TIMEOUT": "off"], ["BILLINGD_HEADER_TIMEOUT": "0"], ["BILLINGD_BODY_TIMEOUT": "2h"], ["BILLINGD_MAX_CONNECTIONS": "0"],
     ])
     func malformed(environment: [String: String]) throws {
         do {

@@ -36,9 +36,11 @@ struct TemporaryLedger {
 
 let testSecret = "whsec_test_0123456789abcdef"
 
-/// A sample event body with the given id and type, as Stripe would send it.
+/// A sample event body with the given id and type, as Stripe would send it: its subscription
+/// has what the ledger needs to apply it (a customer), since a webhook refuses what it could
+/// not apply.
 func eventBody(id: String, type: String = "customer.subscription.updated", created: Int64 = 1_767_225_600) -> [UInt8] {
-    Array(#"{"id":"\#(id)","object":"event","api_version":"2026-10-28.clover","created":\#(created),"data":{"object":{"id":"sub_\#(id)","object":"subscription","status":"active"}},"livemode":false,"pending_webhooks":1,"request":{"id":null,"idempotency_key":null},"type":"\#(type)"}"#.utf8)
+    Array(#"{"id":"\#(id)","object":"event","api_version":"2026-10-28.clover","created":\#(created),"data":{"object":{"id":"sub_\#(id)","object":"subscription","customer":"cus_\#(id)","status":"active"}},"livemode":false,"pending_webhooks":1,"request":{"id":null,"idempotency_key":null},"type":"\#(type)"}"#.utf8)
 }
 
 func signedHeaders(_ body: [UInt8], secret: String = testSecret, at timestamp: Int64 = Int64(Date().timeIntervalSince1970)) -> HTTPFields {

@@ -34,7 +34,7 @@ struct WebhookEndpointTests {
         let event = try #require(events.first)
         #expect(event.eventID == "evt_once")
         #expect(event.type == "customer.subscription.updated")
-        #expect(event.status == .pending)
+        #expect(event.status == .applied, "applied in the commit that stored it")
         #expect(event.objectID == "sub_evt_once")
         #expect(event.apiVersion == "2026-10-28.clover")
         #expect(event.source == .webhook)
@@ -196,12 +196,36 @@ struct WebhookEndpointTests {
         }
     }
 
+    @Test("Distinct unknown types share one series, type=\"other\", instead of one each (issue 18 item 7)")
+    func unknownTypesShareOneSeries() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let app = makeApplication(makeDependencies(ledger))
+        try await app.test(.router) { client in
+            for index in 0..<50 {
+                let body = eventBody(id: "evt_rand_\(index)", type: "random.type_\(index).\(UUID().uuidString.prefix(8))")
+                let response = try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
+                #expect(response.status == .ok)
+            }
+            let known = eventBody(id: "evt_known", type: "customer.subscription.updated")
+            try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(known), body: ByteBuffer(bytes: known))
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                let text = String(buffer: response.body)
+                let series = text.split(separator: "\n").filter { $0.hasPrefix("billingd_webhook_deliveries_total{") }
+                #expect(series.count == 2, "\(series)")
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="other"} 50"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="customer.subscription.updated"} 1"#))
+                #expect(!text.contains("random.type_"))
+            }
+        }
+    }
+
     @Test("/metrics counts deliveries by outcome")
     func metricsCountOutcomes() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
         let app = makeApplication(makeDependencies(ledger))
-        let body = eventBody(id: "evt_m", type: "invoice.paid")
+        let body = eventBody(id: "evt_m", type: "customer.subscription.created")
         try await app.test(.router) { client in
             for _ in 0..<2 {
                 try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body))
@@ -209,8 +233,8 @@ struct WebhookEndpointTests {
             try await client.execute(uri: "/webhooks/stripe", method: .post, headers: [:], body: ByteBuffer(bytes: body))
             try await client.execute(uri: "/metrics", method: .get) { response in
                 let text = String(buffer: response.body)
-                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="invoice.paid"} 1"#))
-                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="duplicate",type="invoice.paid"} 1"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="accepted",type="customer.subscription.created"} 1"#))
+                #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="duplicate",type="customer.subscription.created"} 1"#))
                 #expect(text.contains(#"billingd_webhook_deliveries_total{outcome="malformed",type="unknown"} 1"#))
             }
         }

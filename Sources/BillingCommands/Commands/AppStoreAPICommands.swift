@@ -47,7 +47,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd.appstore.reconcile", level: settings.logLevel)
+        let logger = global.logger("billingd.appstore.reconcile", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
@@ -132,7 +132,7 @@ struct AppStoreLookup: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd.appstore", level: settings.logLevel)
+        let logger = global.logger("billingd.appstore", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
@@ -209,7 +209,7 @@ struct AppStoreHistory: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd.appstore", level: settings.logLevel)
+        let logger = global.logger("billingd.appstore", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
@@ -283,7 +283,7 @@ struct AppStoreTestNotification: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd.appstore", level: settings.logLevel)
+        let logger = global.logger("billingd.appstore", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
         let store = try global.openDatabase(settings)

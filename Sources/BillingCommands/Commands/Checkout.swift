@@ -124,7 +124,7 @@ struct BillingCommandSupport {
 
     init(global: GlobalOptions, label: String) throws {
         settings = try global.settings()
-        logger = global.logger(label, level: settings.logLevel)
+        logger = global.logger(label, settings: settings)
         let client = try StripeClients.make(
             settings, logger: logger,
             purpose: "calls Stripe to create Checkout and portal sessions: a restricted key (rk_…) needs write access to customers, Checkout Sessions and customer portal sessions")

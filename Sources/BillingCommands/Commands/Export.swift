@@ -180,7 +180,7 @@ struct Export: AsyncParsableCommand {
 
         /// `--reconcile-first`: missed events, then the range's invoices, compared and repaired.
         func reconcile(_ request: InvoiceExportRequest, settings: Settings, store: SQLiteLedgerStore) async throws {
-            let logger = global.logger("billingd.reconcile", level: settings.logLevel)
+            let logger = global.logger("billingd.reconcile", settings: settings)
             let client = try StripeClients.make(
                 settings, logger: logger,
                 purpose: "reconciles with Stripe before exporting (--reconcile-first): a restricted key (rk_…) needs read access to events and invoices")

@@ -21,10 +21,11 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// A logger writing to standard error in the chosen format.
-    func logger(_ label: String, level: Logger.Level) -> Logger {
-        let format = logFormat
-        return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format) }
+    /// A logger writing to standard error in the chosen format, at the settings' level, masking
+    /// the settings' secrets.
+    func logger(_ label: String, settings: Settings) -> Logger {
+        let (format, level, secrets) = (logFormat, settings.logLevel, settings.secretValues)
+        return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format, secrets: secrets) }
     }
 
     /// Opens the ledger named by the settings, with an error that says what to do.

@@ -62,7 +62,7 @@ struct Reconcile: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd.reconcile", level: settings.logLevel)
+        let logger = global.logger("billingd.reconcile", settings: settings)
         let stripe = settings.stripeClient(logger: logger)
         // App Store reconcile rides along unless the run is about one connected account.
         let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]

@@ -8,7 +8,7 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Receive Stripe webhooks, apply them to the ledger and answer the service API.",
         discussion: """
-            Listens on BILLINGD_HOST:BILLINGD_PORT with POST /webhooks/stripe, GET /healthz, GET /readyz and GET /metrics. A delivery is answered 2xx only once it is committed to the ledger database and fsynced, applied to the ledger in the same transaction; one that cannot be applied yet (it does not decode, or its ledger write fails) is kept and retried by the applier with backoff. SIGTERM or SIGINT stops accepting, finishes what is in flight and closes the database.
+            Listens on BILLINGD_HOST:BILLINGD_PORT with POST /webhooks/stripe, GET /healthz, GET /readyz and GET /metrics. A delivery is answered 2xx only once it is committed to the ledger database and fsynced, applied to the ledger in the same transaction; one that does not decode is refused (400 not_an_event), and one whose ledger write fails is kept and retried by the applier with backoff. SIGTERM or SIGINT stops accepting, finishes what is in flight and closes the database.
 
             To try billingd without a Stripe account, run `billingd serve --local`: it generates a webhook secret, keeps it in the database, and `billingd trigger EVENT_TYPE` signs sample events with it.
             """)
@@ -23,7 +23,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd", level: settings.logLevel)
+        let logger = global.logger("billingd", settings: settings)
         let store = try global.openDatabase(settings)
         let daemon: BillingDaemon
         do {

@@ -116,7 +116,7 @@ struct Trigger: AsyncParsableCommand {
     /// In local mode, has serve's Stripe fake (when it runs one) hold the event's object, so that
     /// Checkout, the portal and cancel find a triggered customer or subscription.
     private func holdInLocalFake(_ body: [UInt8], store: SQLiteLedgerStore, settings: Settings) async throws {
-        let logger = global.logger("billingd.trigger", level: .error)
+        let logger = global.logger("billingd.trigger", settings: settings)
         switch try await LocalStripeFake.hold(eventBody: body, store: store, logger: logger) {
         case .held(let objectID, let fake):
             Output.note("\(objectID) is held by serve's local Stripe fake at \(fake): Checkout, Portal and cancel find it.")

@@ -52,7 +52,7 @@ struct UsageReportCommand: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let logger = global.logger("billingd.usage", level: settings.logLevel)
+        let logger = global.logger("billingd.usage", settings: settings)
         let client = try StripeClients.make(
             settings, logger: logger, purpose: "sends usage to Stripe Billing Meters: a restricted key (rk_…) needs write access to billing meter events")
         let store = try global.openDatabase(settings)

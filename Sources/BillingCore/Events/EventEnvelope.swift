@@ -33,8 +33,16 @@ public struct EventEnvelope: Sendable, Equatable {
     }
 
     /// Decodes the envelope of a delivery; throws ``EventDecodingError`` when the body is not
-    /// a Stripe event.
+    /// a Stripe event, or not one the applier could read as it is stored: a byte order mark,
+    /// bytes that are not UTF-8, a control character in a stored field, or a `data.object` that
+    /// ``RawObjectLocator`` cannot find (or finds twice) are all refused here, before the 2xx.
     public init(decoding body: [UInt8]) throws(EventDecodingError) {
+        if body.starts(with: [0xEF, 0xBB, 0xBF]) {
+            throw .notAnEvent("the body starts with a UTF-8 byte order mark; Stripe's JSON has none")
+        }
+        if String(validating: body, as: UTF8.self) == nil {
+            throw .notAnEvent("the body is not valid UTF-8")
+        }
         let wire: Wire
         do {
             wire = try JSONDecoder().decode(Wire.self, from: Data(body))
@@ -51,11 +59,34 @@ public struct EventEnvelope: Sendable, Equatable {
             throw .notAnEvent("the body is a \"\(object.prefix(40))\" object, not an event")
         }
         guard let created = wire.created else { throw .notAnEvent("the event has no created time") }
+        guard created >= 0 else { throw .createdNegative(created) }
         guard wire.data != nil else { throw .notAnEvent("the event has no data.object") }
+        let stored: [(String, String?)] = [
+            ("id", id), ("type", type), ("api_version", wire.api_version), ("account", wire.account),
+            ("data.object.id", wire.data?.object.id), ("data.object.object", wire.data?.object.object),
+        ]
+        for case let (name, value?) in stored {
+            if let character = StoredText.firstControlCharacter(value) {
+                throw .notAnEvent("the event's \(name) holds a control character (\(character)); Stripe's never do")
+            }
+        }
+        guard RawObjectLocator.objectRange(in: body) != nil else {
+            throw .notAnEvent("data.object is not a single member of a single data object")
+        }
         self.init(
             id: id, type: type, apiVersion: wire.api_version, created: created,
             livemode: wire.livemode ?? false, account: wire.account,
             objectID: wire.data?.object.id, objectType: wire.data?.object.object)
+    }
+
+    /// Refuses an event created after it was signed: Stripe creates an event before it signs
+    /// a delivery of it, so `created` is at most the signature's `t=` (plus the clock tolerance).
+    /// A far-future `created` would win the ordering rule over every genuine later snapshot.
+    public func checkCreated(signedAt timestamp: Int64, tolerance: Int64) throws(EventDecodingError) {
+        let (latest, overflow) = timestamp.addingReportingOverflow(tolerance)
+        if !overflow, created > latest {
+            throw .createdInFuture(created: created, signedAt: timestamp, tolerance: tolerance)
+        }
     }
 
     private static func describe(_ error: any Error) -> String {
@@ -72,7 +103,8 @@ public struct EventEnvelope: Sendable, Equatable {
     private struct Wire: Decodable {
         struct DataField: Decodable {
             /// Only located here: an id or type that is not a string (a poison object)
-            /// still leaves a storable event, whose applying then fails visibly.
+            /// still leaves an envelope; whether the object can be applied is the applier's
+            /// decoding to say (the webhook refuses one that cannot, invariant 9).
             struct Object: Decodable {
                 let id: String?
                 let object: String?
@@ -98,13 +130,29 @@ public struct EventEnvelope: Sendable, Equatable {
     }
 }
 
-/// Why a verified body could not be taken as a Stripe event.
+/// Why a verified body could not be taken as a Stripe event; each case has a stable code for
+/// the JSON error body.
 public enum EventDecodingError: Error, Sendable, Equatable {
     case notAnEvent(String)
+    /// `created` is negative.
+    case createdNegative(Int64)
+    /// `created` is later than the signature's timestamp plus the tolerance.
+    case createdInFuture(created: Int64, signedAt: Int64, tolerance: Int64)
+
+    /// A stable, machine-readable reason.
+    public var code: String {
+        switch self {
+        case .notAnEvent, .createdNegative: "not_an_event"
+        case .createdInFuture: "event_created_in_future"
+        }
+    }
 
     public var message: String {
         switch self {
         case .notAnEvent(let reason): "Not a Stripe event: \(reason)."
+        case .createdNegative(let created): "Not a Stripe event: its created time (\(created)) is before 1970."
+        case .createdInFuture(let created, let signedAt, let tolerance):
+            "The event's created time (\(created)) is after its signature's timestamp (\(signedAt)) plus the \(tolerance) s tolerance; Stripe signs an event after it creates it."
         }
     }
 }

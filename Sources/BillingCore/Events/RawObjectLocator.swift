@@ -1,8 +1,12 @@
+import Foundation
+
 /// Finds the exact bytes of `data.object` inside an event body without re-serialising it, so
 /// the ledger can keep Stripe's own JSON of each object byte for byte.
 ///
 /// A small validating scanner: it walks keys and skips values (strings with escapes, numbers,
-/// literals, nested containers) and gives up (nil) on anything that is not well-formed.
+/// literals, nested containers) and gives up (nil) on anything that is not well-formed. It reads
+/// keys as a JSON decoder does (`"d\u0061ta"` is `data`) and gives up on a member named twice,
+/// so that the object it finds is always the one the envelope was decoded from.
 public enum RawObjectLocator {
     /// The byte range of `data.object` in an event body, nil when absent or malformed.
     public static func objectRange(in body: [UInt8]) -> Range<Int>? {
@@ -26,7 +30,7 @@ public enum RawObjectLocator {
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         /// Scans the object that starts at `start` and returns the range of the value of the
-        /// first member whose key is `name`.
+        /// member whose key is `name`; nil when there is none, or more than one.
         mutating func member(named name: String, inObjectAt start: Int) -> Range<Int>? {
             position = start
             skipWhitespace()
@@ -34,6 +38,7 @@ public enum RawObjectLocator {
             let wanted = Array(name.utf8)
             skipWhitespace()
             if consume(UInt8(ascii: "}")) { return nil }
+            var found: Range<Int>?
             while true {
                 skipWhitespace()
                 guard let key = skipString() else { return nil }
@@ -42,16 +47,25 @@ public enum RawObjectLocator {
                 skipWhitespace()
                 let valueStart = position
                 guard skipValue(depth: 0) else { return nil }
-                if keyEquals(key, wanted) { return valueStart..<position }
+                if keyEquals(key, wanted) {
+                    // Which of two a JSON decoder keeps is its own choice: take neither.
+                    guard found == nil else { return nil }
+                    found = valueStart..<position
+                }
                 skipWhitespace()
                 if consume(UInt8(ascii: ",")) { continue }
-                return nil
+                return consume(UInt8(ascii: "}")) ? found : nil
             }
         }
 
         private func keyEquals(_ key: Range<Int>, _ wanted: [UInt8]) -> Bool {
-            // key includes the quotes; keys with escapes never equal our plain ASCII names.
+            // key includes the quotes.
             let inner = (key.lowerBound + 1)..<(key.upperBound - 1)
+            if bytes[inner].contains(UInt8(ascii: "\\")) {
+                // Escaped, as `"d\u0061ta"`: compare what a JSON decoder reads.
+                let decoded = try? JSONDecoder().decode(String.self, from: Data(bytes[key]))
+                return decoded.map { Array($0.utf8) == wanted } ?? false
+            }
             guard inner.count == wanted.count else { return false }
             var index = 0
             for offset in inner {

@@ -119,6 +119,9 @@ public struct LedgerSnapshot: Sendable, Equatable {
             transitionAt = payment.paidAt ?? 0
         }
         guard !id.isEmpty else { throw .noID(kind: kind) }
+        if let character = StoredText.firstControlCharacter(id) {
+            throw .invalid(kind: kind, reason: "its id holds a control character (\(character))")
+        }
         return LedgerSnapshot(
             kind: kind, objectID: id, object: object,
             version: SnapshotVersion(

@@ -19,12 +19,30 @@ public struct SignatureVerifier: Sendable {
         self.tolerance = tolerance
     }
 
+    /// What a verified signature tells: which secret matched, and when Stripe signed.
+    public struct Verified: Sendable, Equatable {
+        /// Index of the secret that matched (never the secret).
+        public let secretIndex: Int
+        /// The header's `t=`, Unix seconds: an event signed then was created no later.
+        public let timestamp: Int64
+
+        public init(secretIndex: Int, timestamp: Int64) {
+            self.secretIndex = secretIndex
+            self.timestamp = timestamp
+        }
+    }
+
     /// Checks a delivery; returns the index of the secret that matched.
     /// - Parameters:
     ///   - body: the raw request body exactly as received.
     ///   - header: the `Stripe-Signature` header value, nil when absent.
     ///   - now: current Unix time in seconds.
     public func verify(body: [UInt8], header: String?, now: Int64) throws(SignatureError) -> Int {
+        try verifySignature(body: body, header: header, now: now).secretIndex
+    }
+
+    /// Checks a delivery; returns the secret that matched and the signature's timestamp.
+    public func verifySignature(body: [UInt8], header: String?, now: Int64) throws(SignatureError) -> Verified {
         guard let header else { throw .missingHeader }
         let parsed = try SignatureHeader(parsing: header)
         let age = now - parsed.timestamp
@@ -43,7 +61,7 @@ public struct SignatureVerifier: Sendable {
             }
         }
         guard let matched else { throw .noMatchingSignature }
-        return matched
+        return Verified(secretIndex: matched, timestamp: parsed.timestamp)
     }
 
     /// Builds a `Stripe-Signature` header the way Stripe does, for `billingd trigger` and tests.

@@ -283,10 +283,8 @@ public struct AppStoreController: Sendable {
         }
 
         init(_ request: Request, members allowed: [String]) async throws {
-            if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
-                throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "Send the body as application/json.")
-            }
             let bytes = try await RequestBody.collect(request, limit: AppStoreController.maximumBodySize)
+            try RequestBody.requireJSON(request, body: bytes)
             guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
                 throw APIError(.badRequest, code: "invalid_body", message: "The body is not a JSON object; send {\"\(allowed[0])\": …}.")
             }

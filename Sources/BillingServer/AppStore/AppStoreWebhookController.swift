@@ -55,9 +55,13 @@ public struct AppStoreWebhookController: Sendable {
         let notification = try await Self.verify(body, with: verifier)
         let environment = notification.environment ?? AppStoreEnvironment.production.rawValue
         let delivery = InboxDelivery.appStore(notification, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000))
+        let prepared = committer.prepare(delivery)
+        if let failure = prepared.decodingFailure {
+            throw APIError(.badRequest, code: "invalid_payload", message: "The notification is genuine but cannot be read: \(failure).")
+        }
         let outcome: InboxInsertOutcome
         do {
-            outcome = try await committer.submit(delivery)
+            outcome = try await committer.submit(prepared)
         } catch {
             logger.error("App Store notification not stored", metadata: ["notification": "\(notification.notificationUUID)", "error": "\(error)"])
             throw APIError(

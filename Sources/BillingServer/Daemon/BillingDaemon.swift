@@ -173,7 +173,12 @@ public struct BillingDaemon: Sendable {
         // Where this machine reaches the server: loopback when it listens on every address.
         let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.host) ? "127.0.0.1" : settings.host
         let onListening = options.onListening
-        let application = BillingApplication.application(dependencies, host: settings.host, port: settings.port, logger: logger) { channel in
+        let limits = ConnectionLimits(
+            idleTimeout: settings.idleTimeout, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
+            maximumConnections: settings.maximumConnections)
+        let application = BillingApplication.application(
+            dependencies, host: settings.host, port: settings.port, limits: limits, logger: logger
+        ) { channel in
             let port = channel.localAddress?.port ?? settings.port
             var metadata = summary.mapValues { Logger.MetadataValue.string($0) }
             metadata["address"] = "http://\(settings.host):\(port)"

@@ -27,10 +27,20 @@ public struct APIError: HTTPResponseError, Sendable {
 
     /// A JSON response with the given status.
     static func jsonResponse(status: HTTPResponse.Status, body: [String: Any]) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return Response(
+        Response(
             status: status,
             headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            body: .init(byteBuffer: jsonBytes(body)))
+    }
+
+    /// The bytes of an error body, `{"error":{"code":…,"message":…}}`, for answers written
+    /// below the router (see ``RequestGuard``).
+    static func errorBody(code: String, message: String) -> ByteBuffer {
+        jsonBytes(["error": ["code": code, "message": message]])
+    }
+
+    private static func jsonBytes(_ body: [String: Any]) -> ByteBuffer {
+        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return ByteBuffer(bytes: data)
     }
 }

@@ -3,7 +3,8 @@ import Hummingbird
 import Logging
 
 /// Gives every error a JSON body: ``APIError``s render themselves, other HTTP errors (404,
-/// 405, 413 …) keep their status with a JSON body, and anything unexpected is logged and
+/// 405, 413 …) keep their status with a JSON body, a body that could not be read is the
+/// client's 4xx (``RequestBody/clientError(_:limit:)``), and anything unexpected is logged and
 /// becomes a 500 without internals.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -18,6 +19,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 : error.status.reasonPhrase
             throw APIError(error.status, code: code, message: message)
         } catch {
+            if let clientError = RequestBody.clientError(error) { throw clientError }
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             throw APIError(.internalServerError, code: "internal_error", message: "billingd hit an internal error; see its log.")
         }

@@ -2,7 +2,8 @@ import BillingStore
 import Hummingbird
 import Logging
 
-/// `GET /healthz` (the process answers) and `GET /readyz` (the ledger accepts writes).
+/// `GET /healthz` (the process answers) and `GET /readyz` (the ledger accepts writes), and
+/// `HEAD` of both for checkers that send it (the same status and headers, without the body).
 public struct HealthController: Sendable {
     let store: any LedgerStore
 
@@ -10,11 +11,11 @@ public struct HealthController: Sendable {
         self.store = store
     }
 
-    public func addRoutes(to router: Router<some RequestContext>) {
-        router.get("/healthz") { _, _ in
+    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        let healthy: @Sendable (Request, Context) async throws -> Response = { _, _ in
             APIError.jsonResponse(status: .ok, body: ["status": "ok"])
         }
-        router.get("/readyz") { _, context in
+        let ready: @Sendable (Request, Context) async throws -> Response = { _, context in
             do {
                 try await store.checkWritable()
                 return APIError.jsonResponse(status: .ok, body: ["status": "ready"])
@@ -25,5 +26,10 @@ public struct HealthController: Sendable {
                     message: "The ledger database does not accept writes: check disk space and permissions.")
             }
         }
+        // The HTTP encoder leaves the body out of an answer to HEAD.
+        router.get("/healthz", use: healthy)
+        router.head("/healthz", use: healthy)
+        router.get("/readyz", use: ready)
+        router.head("/readyz", use: ready)
     }
 }

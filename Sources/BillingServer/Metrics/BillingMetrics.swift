@@ -1,3 +1,4 @@
+import BillingCore
 import CoreMetrics
 import Prometheus
 
@@ -24,13 +25,21 @@ public struct BillingMetrics: Sendable {
         case malformed, tooLarge = "too_large", storeFailed = "store_failed"
     }
 
-    /// Counts one webhook delivery by outcome and (when known) event type.
+    /// Counts one webhook delivery by outcome and event type: one of Stripe's types
+    /// (``StripeEventTypes``) by name, any other as `other`, none read as `unknown`. A signed
+    /// sender could otherwise make one series per distinct type and grow the exposition without end.
     public func delivery(_ outcome: DeliveryOutcome, eventType: String?) {
         Counter(
             label: "billingd_webhook_deliveries_total",
-            dimensions: [("outcome", outcome.rawValue), ("type", eventType ?? "unknown")],
+            dimensions: [("outcome", outcome.rawValue), ("type", Self.typeLabel(eventType))],
             factory: factory
         ).increment()
+    }
+
+    /// The `type` label of an event type: bounded by Stripe's list.
+    static func typeLabel(_ eventType: String?) -> String {
+        guard let eventType else { return "unknown" }
+        return StripeEventTypes.all.contains(eventType) ? eventType : "other"
     }
 
     /// Records how long a webhook delivery took from first byte to the response.

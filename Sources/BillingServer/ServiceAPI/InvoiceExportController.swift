@@ -70,12 +70,14 @@ public struct InvoiceExportController: Sendable {
         "from", "to", "format", "status", "customer", "user", "currency", "livemode", "lines", "account", "bom",
     ]
 
-    /// The export request of a query string, or a 400 that names the bad parameter.
+    /// The export request of a query string, or a 400 that names the bad parameter. Values are
+    /// held to the rest of the service API's rules (``UserRequest``): a status Stripe documents,
+    /// an `acct_…` account, a customer id, an app user id of at most 255 bytes.
     static func exportRequest(_ parameters: Parameters) throws -> InvoiceExportRequest {
         for (name, _) in parameters where !parameterNames.contains(name) {
             throw invalid(
                 "unknown_parameter",
-                "Unknown query parameter \"\(name)\"; this endpoint takes \(parameterNames.sorted().joined(separator: ", ")).")
+                "Unknown query parameter \"\(UserRequest.printable(name))\"; this endpoint takes \(parameterNames.sorted().joined(separator: ", ")).")
         }
         func single(_ name: Substring) throws -> String? {
             let values = parameters[values: name]
@@ -109,12 +111,29 @@ public struct InvoiceExportController: Sendable {
         }
         let statuses = parameters[values: "status"].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        for status in statuses where !InvoiceExportRequest.knownStatuses.contains(status) {
+            throw invalid(
+                "invalid_parameter",
+                "status=\(UserRequest.printable(status)) is not an invoice status: use \(InvoiceExportRequest.knownStatuses.joined(separator: ", ")).")
+        }
+        let customer = try single("customer")
+        if let customer, !(customer.hasPrefix("cus_") && UserRequest.isObjectID(customer)) {
+            throw invalid("invalid_parameter", "customer=\(UserRequest.printable(customer)) is not a Stripe customer id; use cus_….")
+        }
+        let user = try single("user")
+        if let user, let problem = UserRequest.userProblem(user) {
+            throw invalid("invalid_parameter", "user=\(UserRequest.printable(user)) is not an app user id: it \(problem).")
+        }
+        let account: String? =
+            switch try single("account") {
+            case "platform"?: ""
+            case let other: try UserRequest.account(other)
+            }
         let request = InvoiceExportRequest(
             format: format, layout: try flag("lines", default: false) ? .lines : .invoices,
             createdFrom: try instant("from"), createdBefore: try instant("to"), statuses: statuses,
-            customer: try single("customer"), appUser: try single("user"), currency: try single("currency")?.lowercased(),
-            livemode: try flag("livemode", default: true),
-            account: try single("account").map { $0 == "platform" ? "" : $0 }, byteOrderMark: try flag("bom", default: false))
+            customer: customer, appUser: user, currency: try single("currency")?.lowercased(),
+            livemode: try flag("livemode", default: true), account: account, byteOrderMark: try flag("bom", default: false))
         do {
             try request.validate()
         } catch {

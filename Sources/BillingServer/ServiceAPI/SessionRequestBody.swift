@@ -60,22 +60,22 @@ struct SessionRequestBody {
 
     /// Reads and checks the body. An empty body is an empty object when `emptyAllowed`.
     static func read(_ request: Request, allowed: [String], emptyAllowed: Bool = false) async throws(BillingError) -> SessionRequestBody {
-        if let type = request.headers[.contentType] {
-            let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-            guard mediaType == "application/json" else {
-                throw BillingError(
-                    .unsupportedMediaType, code: "unsupported_media_type",
-                    message: "The body must be JSON, sent with Content-Type: application/json (it was \(UserRequest.printable(type))).")
-            }
-        }
-        let buffer: ByteBuffer
+        let bytes: [UInt8]
         do {
-            buffer = try await request.body.collect(upTo: maximumSize)
-        } catch {
+            bytes = try await RequestBody.collect(request, limit: maximumSize)
+        } catch let error as APIError where error.code == "body_too_large" {
             throw BillingError(
                 .contentTooLarge, code: "body_too_large", message: "The body is larger than \(maximumSize / 1024) KiB; these requests need a few hundred bytes.")
+        } catch let error as APIError {
+            throw BillingError(error.status, code: error.code, message: error.message)
+        } catch {
+            throw BillingError(.badRequest, code: "malformed_request", message: "The request body could not be read.")
         }
-        let bytes = Array(buffer.readableBytesView)
+        do {
+            try RequestBody.requireJSON(request, body: bytes)
+        } catch {
+            throw BillingError(error.status, code: error.code, message: error.message)
+        }
         if bytes.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             guard emptyAllowed else {
                 throw BillingError(.badRequest, code: "invalid_json", message: "The body is empty; send a JSON object with \(allowed.joined(separator: ", ")).")

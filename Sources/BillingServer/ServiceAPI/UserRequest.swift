@@ -32,7 +32,11 @@ public struct UserRequest: Sendable {
 
     /// `?account=acct_…`, nil for the platform account.
     static func account(_ request: Request) throws -> String? {
-        let account = try Self.single(request.uri.queryParameters, "account")
+        try account(Self.single(request.uri.queryParameters, "account"))
+    }
+
+    /// An `account` value: a connected account's `acct_…` id, nil when absent.
+    static func account(_ account: String?) throws -> String? {
         if let account, !ServiceScope.isAccountID(account) {
             throw APIError(
                 .badRequest, code: "invalid_parameter",
@@ -55,18 +59,21 @@ public struct UserRequest: Sendable {
                 .badRequest, code: "invalid_user",
                 message: "The app user id in the path is not valid percent-encoded UTF-8; encode it as a URL path segment.")
         }
-        guard !decoded.isEmpty else {
-            throw APIError(.badRequest, code: "invalid_user", message: "The app user id in the path is empty.")
-        }
-        guard decoded.utf8.count <= maximumUserBytes else {
-            throw APIError(
-                .badRequest, code: "invalid_user",
-                message: "The app user id is \(decoded.utf8.count) bytes long; at most \(maximumUserBytes) bytes of UTF-8 are accepted.")
-        }
-        guard !decoded.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIError(.badRequest, code: "invalid_user", message: "The app user id contains a control character.")
+        if let problem = userProblem(decoded) {
+            throw APIError(.badRequest, code: "invalid_user", message: "The app user id in the path \(problem).")
         }
         return decoded
+    }
+
+    /// What is wrong with an app user id (already decoded), nil when nothing: empty, over 255
+    /// bytes of UTF-8, or holding a control character.
+    static func userProblem(_ user: String) -> String? {
+        if user.isEmpty { return "is empty" }
+        if user.utf8.count > maximumUserBytes {
+            return "is \(user.utf8.count) bytes long; at most \(maximumUserBytes) bytes of UTF-8 are accepted"
+        }
+        if user.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains a control character" }
+        return nil
     }
 
     /// `text` with `%XX` escapes decoded; nil when an escape is malformed or the result is not
@@ -114,14 +121,18 @@ public struct UserRequest: Sendable {
         return limit
     }
 
+    /// Whether `text` is shaped like a Stripe object id: at most 255 letters, digits and underscores.
+    static func isObjectID(_ text: some StringProtocol) -> Bool {
+        let bytes = Array(text.utf8)
+        return !bytes.isEmpty && bytes.count <= 255 && bytes.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_")
+        }
+    }
+
     /// `starting_after` of a list: an object id as Stripe writes them.
     static func startingAfter(_ parameters: Parameters) throws -> String? {
         guard let text = try single(parameters, "starting_after") else { return nil }
-        let bytes = Array(text.utf8)
-        let isID = bytes.count <= 255 && bytes.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_")
-        }
-        guard isID else {
+        guard isObjectID(text) else {
             throw APIError(
                 .badRequest, code: "invalid_parameter",
                 message: "starting_after=\(printable(text)) is not an invoice id; use the id of the last invoice of the previous page (in_…).")

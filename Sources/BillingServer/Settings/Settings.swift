@@ -8,6 +8,14 @@ public struct Settings: Sendable {
     public var databasePath: String
     public var host: String
     public var port: Int
+    /// How long `serve` keeps an idle keep-alive connection open.
+    public var idleTimeout: Duration
+    /// How long a request's head may take from its first byte.
+    public var headerTimeout: Duration
+    /// How long a request's body may take from the end of its head.
+    public var bodyTimeout: Duration
+    /// Connections `serve` serves at once.
+    public var maximumConnections: Int
     /// Webhook endpoint secrets, several during rotation; empty when not configured.
     public var webhookSecrets: [String]
     /// Largest accepted distance between a signature's timestamp and now, in seconds.
@@ -59,6 +67,10 @@ public struct Settings: Sendable {
         ("BILLINGD_DATABASE", "./billingd.sqlite3", "SQLite file of the ledger"),
         ("BILLINGD_HOST", "127.0.0.1", "address serve listens on"),
         ("BILLINGD_PORT", "8080", "port serve listens on (0: a free one)"),
+        ("BILLINGD_IDLE_TIMEOUT", "60s", "close a connection idle this long"),
+        ("BILLINGD_HEADER_TIMEOUT", "30s", "time to send a request head"),
+        ("BILLINGD_BODY_TIMEOUT", "60s", "time to send a request body"),
+        ("BILLINGD_MAX_CONNECTIONS", "512", "connections served at once"),
         ("STRIPE_WEBHOOK_SECRET", "required", "whsec_… secrets, comma-separated"),
         ("BILLINGD_SIGNATURE_TOLERANCE", "300", "seconds of clock skew allowed"),
         ("STRIPE_API_KEY", "none", "sk_/rk_ key for API calls"),
@@ -179,6 +191,17 @@ public struct Settings: Sendable {
             }
             return .seconds(seconds)
         }
+        idleTimeout = try duration("BILLINGD_IDLE_TIMEOUT", default: .seconds(60), range: 1...3600, allowOff: false)!
+        headerTimeout = try duration("BILLINGD_HEADER_TIMEOUT", default: .seconds(30), range: 1...600, allowOff: false)!
+        bodyTimeout = try duration("BILLINGD_BODY_TIMEOUT", default: .seconds(60), range: 1...3600, allowOff: false)!
+        if let connections = value("BILLINGD_MAX_CONNECTIONS") {
+            guard let number = Int(connections), (1...100_000).contains(number) else {
+                throw SettingsError.invalid("BILLINGD_MAX_CONNECTIONS", connections, "a number of connections from 1 to 100000")
+            }
+            maximumConnections = number
+        } else {
+            maximumConnections = 512
+        }
         stripeConnectTimeout = try duration("STRIPE_CONNECT_TIMEOUT", default: .seconds(10), range: 1...300, allowOff: false)!
         stripeTimeout = try duration("STRIPE_TIMEOUT", default: .seconds(80), range: 1...600, allowOff: false)!
         if let retries = value("STRIPE_MAX_RETRIES") {
@@ -273,6 +296,12 @@ public struct Settings: Sendable {
             return Int64(trimmed.dropLast()).map { $0 * factor }
         }
         return Int64(trimmed)
+    }
+
+    /// Every configured secret value (webhook secrets, service API and metrics tokens, the Stripe
+    /// key), for the log handler to mask wherever one appears.
+    public var secretValues: [String] {
+        webhookSecrets + apiTokens + [metricsToken, apiKey].compactMap { $0 }
     }
 
     /// Whether the API key is for live mode (nil without a key).

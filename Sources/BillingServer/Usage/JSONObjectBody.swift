@@ -64,10 +64,8 @@ struct JSONObjectBody {
 
     /// Reads the request's body as a JSON object with only `allowed` members.
     init(_ request: Request, limit: Int, allowed: [String]) async throws {
-        if let type = request.headers[.contentType], !type.lowercased().hasPrefix("application/json") {
-            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", message: "Send the body as application/json.")
-        }
         let bytes = try await RequestBody.collect(request, limit: limit)
+        try RequestBody.requireJSON(request, body: bytes)
         guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
             throw APIError(
                 .badRequest, code: "invalid_body",

@@ -6,8 +6,8 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// `POST /webhooks/stripe`: verify the signature on the raw bytes, commit the delivery to the
-/// inbox, and only then answer 2xx. Applying it to the ledger happens later, elsewhere.
+/// `POST /webhooks/stripe`: verify the signature on the raw bytes, decode the event, commit the
+/// delivery to the inbox (applied in the same transaction), and only then answer 2xx.
 public struct WebhookController: Sendable {
     /// Settings of the webhook endpoint.
     public struct Configuration: Sendable {
@@ -64,29 +64,41 @@ public struct WebhookController: Sendable {
         let started = ContinuousClock.now
         let body = try await RequestBody.collect(request, limit: configuration.maximumBodySize)
 
-        let secretIndex: Int
+        let signature: SignatureVerifier.Verified
         do {
-            secretIndex = try verifier.verify(
+            signature = try verifier.verifySignature(
                 body: body, header: request.headers[Self.signatureHeader],
                 now: Int64(now().timeIntervalSince1970))
         } catch {
             throw APIError(.badRequest, code: error.code, message: error.message)
         }
+        let secretIndex = signature.secretIndex
 
         let envelope: EventEnvelope
         do {
             envelope = try EventEnvelope(decoding: body)
         } catch {
-            throw APIError(.badRequest, code: "not_an_event", message: error.message)
+            throw APIError(.badRequest, code: error.code, message: error.message)
         }
         eventType = envelope.type
+        do {
+            try envelope.checkCreated(signedAt: signature.timestamp, tolerance: verifier.tolerance)
+        } catch {
+            throw APIError(.badRequest, code: error.code, message: error.message)
+        }
 
         let delivery = InboxDelivery(
             envelope: envelope, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000),
             source: .webhook, secretIndex: secretIndex)
+        // Invariant 9: what is acknowledged can be applied. An object of a type billingd applies
+        // that does not decode is refused now, while Stripe still retries it, not stored to die.
+        let prepared = committer.prepare(delivery)
+        if let failure = prepared.decodingFailure {
+            throw APIError(.badRequest, code: "not_an_event", message: "Not a Stripe event billingd can apply: \(failure).")
+        }
         let outcome: InboxInsertOutcome
         do {
-            outcome = try await committer.submit(delivery)
+            outcome = try await committer.submit(prepared)
         } catch {
             logger.error(
                 "webhook not stored", metadata: ["event": "\(envelope.id)", "type": "\(envelope.type)", "error": "\(error)"])

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import GRDB
 import Synchronization
@@ -31,6 +34,9 @@ public struct LedgerDatabase: Sendable {
             // tripled peak memory under load.
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -32768") }
         }
+        if let reason = createPrivately(path) {
+            throw LedgerDatabaseError.cannotOpen(path: path, reason: reason)
+        }
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -45,6 +51,24 @@ public struct LedgerDatabase: Sendable {
         let database = LedgerDatabase(writer: pool, path: path)
         try database.migrate()
         return database
+    }
+
+    /// Creates `path` empty with mode 0600 when it does not exist yet (SQLite takes an empty file
+    /// for an empty database), so that the ledger, which holds the local webhook secret and
+    /// customers' e-mail addresses, is never readable by others. SQLite creates the `-wal` and
+    /// `-shm` files, at open or any time later, with the permission bits of the database file
+    /// (and sets them so whatever the umask), so they are 0600 too. Changing the process-wide
+    /// umask instead would race with every other thread creating files. An existing file keeps
+    /// the mode its owner gave it.
+    /// - Returns: why the file could not be created, nil when it was or already existed.
+    static func createPrivately(_ path: String) -> String? {
+        let descriptor = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor < 0 {
+            return errno == EEXIST ? nil : String(cString: strerror(errno))
+        }
+        defer { Glibc.close(descriptor) }
+        // The umask may have taken bits from 0600 (never added any): set exactly 0600.
+        return fchmod(descriptor, 0o600) == 0 ? nil : String(cString: strerror(errno))
     }
 
     /// An in-memory database for tests and benchmarks of pure logic.
@@ -153,6 +177,10 @@ extension LedgerDatabase {
         let temporary = path + ".partial-\(ProcessInfo.processInfo.processIdentifier)"
         try? fileManager.removeItem(atPath: temporary)
         do {
+            // 0600 before the first byte of the copy is written (and its journal with it).
+            if let reason = Self.createPrivately(temporary) {
+                throw LedgerDatabaseError.backupTargetUnwritable(path: path, reason: reason)
+            }
             let copy = try DatabaseQueue(path: temporary)
             try await writer.backup(to: copy)
             let (check, events) = try await copy.read { db in

@@ -90,4 +90,15 @@ public final class GroupCommitter: Sendable {
     public func submit(_ delivery: InboxDelivery) async throws -> InboxInsertOutcome {
         try await batcher.submit(applier.prepare(delivery))
     }
+
+    /// Decodes a delivery on the caller's task, for a caller that looks at the outcome
+    /// (``PreparedDelivery/decodingFailure``) before it submits the delivery.
+    public func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
+        applier.prepare(delivery)
+    }
+
+    /// Stores one prepared delivery durably and applies it; returns once its transaction has committed.
+    public func submit(_ prepared: PreparedDelivery) async throws -> InboxInsertOutcome {
+        try await batcher.submit(prepared)
+    }
 }

@@ -109,6 +109,12 @@ public struct ApplyPass: Sendable, Equatable {
 public struct PreparedDelivery: Sendable {
     public let delivery: InboxDelivery
     let decoded: InboxApplier.Decoded
+
+    /// Why the delivery's object cannot be applied, nil when it can. A webhook refuses such a
+    /// delivery rather than acknowledge what it could never apply (invariant 9).
+    public var decodingFailure: String? {
+        if case .failure(let reason) = decoded { reason } else { nil }
+    }
 }
 
 /// What one group commit of deliveries did.

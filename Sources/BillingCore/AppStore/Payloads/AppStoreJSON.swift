@@ -36,12 +36,30 @@ struct AppStoreJSON: Sendable {
 
     let members: [String: Value]
 
-    /// Parses a JSON object; throws when the bytes are not one.
+    /// Parses a JSON object; throws when the bytes are not one, or when one of its strings holds
+    /// a control character (Apple's never do; see ``StoredText``: the ids would be stored cut short).
     init(_ bytes: [UInt8]) throws(AppStorePayloadError) {
         guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
             throw AppStorePayloadError("the payload is not a JSON object")
         }
+        if let name = Self.memberWithControlCharacter(members) {
+            throw AppStorePayloadError("the payload's \(name) holds a control character")
+        }
         self.members = members
+    }
+
+    /// The path of the first member (at any depth) whose key or string value holds a control character.
+    private static func memberWithControlCharacter(_ members: [String: Value], place: String = "") -> String? {
+        for (key, value) in members {
+            if StoredText.hasControlCharacter(key) { return place + "key" }
+            switch value {
+            case .string(let text) where StoredText.hasControlCharacter(text): return place + key
+            case .object(let nested):
+                if let found = memberWithControlCharacter(nested, place: place + key + ".") { return found }
+            default: break
+            }
+        }
+        return nil
     }
 
     init(members: [String: Value]) {
