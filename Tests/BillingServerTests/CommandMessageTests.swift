@@ -89,7 +89,7 @@ struct CommandMessageTests {
         let line = try #require(text.split(separator: "\n").first { $0.contains("billingd listening") }, "\(text)")
         #expect(line.contains(#"service_api="on, 1 token(s)""#), "\(line)")
         #expect(line.contains("(3 tiers, 3 meters)"), "\(line)")
-        #expect(line.contains(#"stripe_api="off (no STRIPE_API_KEY)""#), "\(line)")
+        #expect(line.contains(#"stripe_api="local fake at http://127.0.0.1:"#), "serve --local without a key runs the Stripe fake: \(line)")
         #expect(line.contains(#"app_store="on (Production,Sandbox)""#), "\(line)")
         #expect(line.contains("reconcile="), "\(line)")
         #expect(line.contains("database=\(directory.appendingPathComponent("l.sqlite3").standardizedFileURL.path)"), "\(line)")
