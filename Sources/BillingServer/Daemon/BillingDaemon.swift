@@ -72,6 +72,11 @@ public struct BillingDaemon: Sendable {
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look.
         let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
+        // What can fail on the settings, before anything is started.
+        let appStoreClients = try settings.appStoreClients(logger: logger)
+        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
+        let appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
+
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // Local mode without a Stripe key: Checkout, the portal and cancel go to a Stripe fake.
         // First in the group, so it stops last.
@@ -90,13 +95,6 @@ public struct BillingDaemon: Sendable {
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
         let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
         let livemode = settings.apiKeyIsLive ?? false
-        let appStoreClients: [AppStoreEnvironment: AppStoreClient]
-        do {
-            appStoreClients = try settings.appStoreClients(logger: logger)
-        } catch {
-            await localStripe?.fake.stop()
-            throw error
-        }
         let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
             AppStoreReconciler(
                 store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
@@ -130,14 +128,7 @@ public struct BillingDaemon: Sendable {
             committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
         dependencies.stripe = stripe ?? localStripe?.client(logger: logger, observer: stripeObserver)
-        let localPKI: AppStoreTestPKI?
-        do {
-            localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
-            dependencies.appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
-        } catch {
-            await localStripe?.fake.stop()
-            throw error
-        }
+        dependencies.appStoreVerifier = appStoreVerifier
         dependencies.appStoreOwnership = settings.appStoreOwnership
         dependencies.appStoreClients = appStoreClients
         // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
