@@ -165,6 +165,8 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ],
+            // The service API's OpenAPI document, served at /openapi.json from the binary itself.
+            resources: [.embedInCode("OpenAPI/openapi.json")],
             swiftSettings: swiftSettings
         ),
         // ArgumentParser commands, a library so that tests can run them.

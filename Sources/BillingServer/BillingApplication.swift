@@ -65,7 +65,8 @@ public enum BillingApplication {
     public static func router(_ dependencies: BillingServerDependencies) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: dependencies.metrics))
-        router.add(middleware: JSONErrorMiddleware())
+        let routeMethods = RouteMethods()
+        router.add(middleware: JSONErrorMiddleware(routes: routeMethods))
         WebhookController(
             verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
             configuration: dependencies.webhook, now: dependencies.now
@@ -77,6 +78,7 @@ public enum BillingApplication {
             ).addRoutes(to: router)
         }
         HealthController(store: dependencies.store).addRoutes(to: router)
+        OpenAPIDocument.addRoutes(to: router)
         let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(
             store: dependencies.store, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
@@ -108,6 +110,7 @@ public enum BillingApplication {
                 return APIError.jsonResponse(status: .ok, body: ["received": true])
             }
         }
+        routeMethods.set(router.routes.map { (path: $0.path.description, method: $0.method.rawValue) })
         return router
     }
 

@@ -119,16 +119,34 @@ struct OperationsTests {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
         let committer = GroupCommitter(applier: InboxApplier(database: ledger.database))
+        let backupDone = Atomic<Bool>(false)
+        // Writers commit until the backup has returned, then 10 more: the backup is taken with
+        // writes before it, during it and after it.
         let writers = Task {
-            for index in 0..<300 {
-                _ = try await committer.submit(try EventEnvelope(decoding: eventBody(id: "evt_b\(index)")).delivery(eventBody(id: "evt_b\(index)")))
+            var index = 0
+            var after = 0
+            while after < 10 {
+                if backupDone.load(ordering: .acquiring) { after += 1 }
+                let body = eventBody(id: "evt_b\(index)")
+                _ = try await committer.submit(try EventEnvelope(decoding: body).delivery(body))
+                index += 1
             }
+            return index
         }
-        while try await InboxQueue(database: ledger.database).count() < 10 { try await Task.sleep(for: .milliseconds(5)) }
+        let inbox = InboxQueue(database: ledger.database)
+        for _ in 0..<2000 {
+            if try await inbox.count() >= 10 { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let before = try await inbox.count()
+        try #require(before >= 10, "the writers committed \(before) events in 10 s")
         let path = ledger.directory.appendingPathComponent("backup.sqlite3").path
         let result = try await ledger.database.backup(to: path, overwrite: false)
-        try await writers.value
-        #expect(result.events > 0 && result.events <= 300)
+        backupDone.store(true, ordering: .releasing)
+        let written = try await writers.value
+        #expect(try await inbox.count() == written)
+        #expect(result.events >= before, "the copy holds what was committed before it began")
+        #expect(result.events < written, "writes went on after the copy: it was taken under load")
         let copy = try LedgerDatabase.open(path: path)
         defer { try? copy.close() }
         #expect(try await InboxQueue(database: copy).count() == result.events)

@@ -292,11 +292,11 @@ struct ReconcileCommandTests {
         let stderr: String
     }
 
-    func reconcile(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) throws -> Result {
-        try billingd(["reconcile"] + arguments, database: database, fake: fake, apiKey: apiKey)
+    func reconcile(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) async throws -> Result {
+        try await billingd(["reconcile"] + arguments, database: database, fake: fake, apiKey: apiKey)
     }
 
-    func billingd(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) throws -> Result {
+    func billingd(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) async throws -> Result {
         let environment = ChildProcess.environment(
             clearingBillingdSettings: false,
             [
@@ -309,7 +309,8 @@ struct ReconcileCommandTests {
         let out = directory.appendingPathComponent("stdout").path
         let err = directory.appendingPathComponent("stderr").path
         let process = try ChildProcess.start(DaemonProcess.binaryPath, arguments, environment: environment, standardOutput: out, standardError: err)
-        let termination = process.waitBlocking()
+        // Waits off the cooperative pool: the in-process fake answers the child on it.
+        let termination = await process.wait()
         return Result(
             status: termination.status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
@@ -322,7 +323,7 @@ struct ReconcileCommandTests {
         await harness.fake.seed(customers: 20, subscriptions: 20, invoices: 20, prices: 2, products: 1)
         let database = try #require(harness.ledger.database.path)
 
-        let first = try reconcile(["--json", "--kinds", "customers,subscriptions,invoices"], database: database, fake: harness.fake)
+        let first = try await reconcile(["--json", "--kinds", "customers,subscriptions,invoices"], database: database, fake: harness.fake)
         #expect(first.status == 0, "\(first.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
         #expect(report["outcome"] as? String == "completed")
@@ -332,7 +333,7 @@ struct ReconcileCommandTests {
 
         try await ReconcileRuns(database: harness.ledger.database)
             .acquire(Reconciler.leaseName, holder: "cron:4242", ttl: 120, now: Int64(Date().timeIntervalSince1970))
-        let second = try reconcile(["--kinds", "customers"], database: database, fake: harness.fake)
+        let second = try await reconcile(["--kinds", "customers"], database: database, fake: harness.fake)
         #expect(second.status == 75)
         #expect(second.stderr.contains("cron:4242"))
     }
@@ -342,7 +343,7 @@ struct ReconcileCommandTests {
         let harness = try await ReconcileHarness.start()
         defer { Task { await harness.stop() } }
         let wrongKey = "sk_test_revokedKey0123456789ABCDEF"
-        let result = try reconcile(["--kinds", "customers"], database: try #require(harness.ledger.database.path), fake: harness.fake, apiKey: wrongKey)
+        let result = try await reconcile(["--kinds", "customers"], database: try #require(harness.ledger.database.path), fake: harness.fake, apiKey: wrongKey)
         #expect(result.status == 1)
         #expect(result.stderr.contains("req_"), "the message carries Stripe's request id: \(result.stderr)")
         #expect(!result.stderr.contains(wrongKey))
@@ -356,11 +357,11 @@ struct ReconcileCommandTests {
         defer { Task { await harness.stop() } }
         await harness.fake.seed(customers: 5, subscriptions: 5, invoices: 12, prices: 1, products: 1)
         let database = try #require(harness.ledger.database.path)
-        let plain = try billingd(["export", "invoices", "--test", "--format", "jsonl"], database: database, fake: harness.fake)
+        let plain = try await billingd(["export", "invoices", "--test", "--format", "jsonl"], database: database, fake: harness.fake)
         #expect(plain.status == 0, "\(plain.stderr)")
         #expect(plain.stdout.isEmpty)
 
-        let reconciled = try billingd(["export", "invoices", "--test", "--format", "jsonl", "--reconcile-first"], database: database, fake: harness.fake)
+        let reconciled = try await billingd(["export", "invoices", "--test", "--format", "jsonl", "--reconcile-first"], database: database, fake: harness.fake)
         #expect(reconciled.status == 0, "\(reconciled.stderr)")
         let invoices = await harness.fake.ids(of: .invoice)
         let exported = reconciled.stdout.split(separator: "\n").compactMap { line in
@@ -370,7 +371,7 @@ struct ReconcileCommandTests {
         #expect(reconciled.stderr.contains("reconcile run"))
 
         // A key of the other mode is refused before anything is read.
-        let live = try billingd(["export", "invoices", "--reconcile-first"], database: database, fake: harness.fake)
+        let live = try await billingd(["export", "invoices", "--reconcile-first"], database: database, fake: harness.fake)
         #expect(live.status == 64)
         #expect(live.stderr.contains("test-mode key"))
     }
@@ -379,7 +380,7 @@ struct ReconcileCommandTests {
     func badArguments() async throws {
         let harness = try await ReconcileHarness.start()
         defer { Task { await harness.stop() } }
-        let result = try reconcile(["--kinds", "customers,coupons"], database: try #require(harness.ledger.database.path), fake: harness.fake)
+        let result = try await reconcile(["--kinds", "customers,coupons"], database: try #require(harness.ledger.database.path), fake: harness.fake)
         #expect(result.status == 64)
         #expect(result.stderr.contains("coupons"))
     }

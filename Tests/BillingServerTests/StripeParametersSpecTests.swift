@@ -200,4 +200,40 @@ struct StripeParametersSpecTests {
         #expect(long?["client_reference_id"] == nil)
         #expect(long?["subscription_data[metadata][app_user_id]"] == longUser)
     }
+
+    /// Operations reconcile calls that Stripe added after the 2023-08-16 description: the check
+    /// cannot judge them, and says so by name rather than skip them silently.
+    static let newerThanTheSpec = [
+        "GET /v1/entitlements/active_entitlements", "GET /v1/billing/meters", "GET /v1/invoice_payments",
+    ]
+
+    @Test("Every list and retrieve request of a full reconcile, events sweep and payment methods included, fits the spec")
+    func reconcileRequestsFit() async throws {
+        let spec = try StripeOpenAPISpec.shared.get()
+        let harness = try await ReconcileHarness.start()
+        defer { Task { await harness.stop() } }
+        await harness.fake.seed(customers: 6, subscriptions: 6, invoices: 6, prices: 2, products: 1)
+        _ = try await harness.run()
+        // Objects gone from Stripe without an event are fetched one by one to confirm it.
+        let invoices = await harness.fake.ids(of: .invoice)
+        await harness.fake.remove(.invoice, invoices[0])
+        let customers = await harness.fake.ids(of: .customer)
+        await harness.fake.remove(.customer, customers[0])
+        _ = try await harness.run()
+
+        var seen = Set<String>()
+        for request in await harness.fake.requests {
+            let operation = "\(request.method) \(spec.template(for: request.path) ?? request.path)"
+            seen.insert(operation)
+            if Self.newerThanTheSpec.contains(where: { operation.hasPrefix($0) }) { continue }
+            let pairs = FlatForm.pairs(request.method == "POST" ? String(decoding: request.body, as: UTF8.self) : request.query ?? "")
+            #expect(spec.problems(request.method, request.path, pairs) == [], "\(request)")
+        }
+        for operation in [
+            "GET /v1/events", "GET /v1/products", "GET /v1/prices", "GET /v1/customers", "GET /v1/subscriptions", "GET /v1/invoices",
+            "GET /v1/customers/{customer}/payment_methods", "GET /v1/invoices/{invoice}", "GET /v1/customers/{customer}",
+        ] {
+            #expect(seen.contains(operation), "reconcile exercised \(operation); it sent \(seen.sorted())")
+        }
+    }
 }

@@ -138,35 +138,47 @@ struct WebhookEndpointTests {
         #expect(events.map(\.eventID) == ["evt_future"])
     }
 
-    @Test("1,000 concurrent deliveries with 10 % duplicates store exactly the distinct events")
+    @Test("1,000 concurrent deliveries over HTTP with 10 % duplicates store exactly the distinct events and answer exactly 100 duplicates")
     func concurrentDeliveries() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
         let app = makeApplication(makeDependencies(ledger))
         // 900 distinct events; 100 deliveries repeat one of them.
         let ids = (0..<900).map { "evt_c\($0)" } + (0..<100).map { "evt_c\($0 * 7)" }
-        // In-process client: every request is still concurrent, without network timeouts on a busy CI host.
-        let statuses = try await app.test(.router) { client in
-            try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+        // A real server on loopback and a real HTTP client with its pool of connections, so the
+        // deliveries race through the HTTP channel and the group commit as Stripe's would.
+        let answers = try await app.test(.live) { client in
+            let port = try #require(client.port)
+            return try await withThrowingTaskGroup(of: (String, Int, Bool?).self) { group in
                 for id in ids.shuffled() {
                     group.addTask {
                         let body = eventBody(id: id)
-                        return try await client.execute(
-                            uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)
-                        ).status
+                        let header = SignatureVerifier.header(body: body, secret: testSecret, timestamp: Int64(Date().timeIntervalSince1970))
+                        let (status, data) = try await HTTP.request(
+                            "http://127.0.0.1:\(port)/webhooks/stripe", method: "POST",
+                            headers: ["Stripe-Signature": header, "Content-Type": "application/json"], body: body,
+                            // The 1,000 queue for the client's pool of connections: a generous
+                            // deadline, since a retry could turn a lost answer into a duplicate.
+                            timeout: .seconds(300))
+                        let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+                        return (id, status, json?["duplicate"] as? Bool)
                     }
                 }
-                var statuses: [HTTPResponse.Status] = []
-                for try await status in group { statuses.append(status) }
-                return statuses
+                var answers: [(id: String, status: Int, duplicate: Bool?)] = []
+                for try await answer in group { answers.append(answer) }
+                return answers
             }
         }
-        #expect(statuses.count == 1000)
-        #expect(statuses.allSatisfy { $0 == .ok })
+        #expect(answers.count == 1000)
+        #expect(answers.allSatisfy { $0.status == 200 })
+        #expect(answers.count { $0.duplicate == true } == 100)
+        // Each distinct event is answered "stored" exactly once.
+        let stored = answers.filter { $0.duplicate == false }.map(\.id)
+        #expect(stored.count == 900)
+        #expect(Set(stored) == Set(ids))
         let inbox = InboxQueue(database: ledger.database)
         #expect(try await inbox.count() == 900)
-        let stored = Set(try await inbox.list(.init(limit: 2000)).map(\.eventID))
-        #expect(stored == Set(ids))
+        #expect(Set(try await inbox.list(.init(limit: 2000)).map(\.eventID)) == Set(ids))
     }
 
     @Test("Unknown routes and methods answer with a JSON error, not an empty page")
@@ -178,6 +190,45 @@ struct WebhookEndpointTests {
             try await client.execute(uri: "/nope", method: .get) { response in
                 #expect(response.status == .notFound)
                 #expect(response.errorCode == "not_found")
+            }
+        }
+    }
+
+    @Test("A served path asked with another method is 405 with Allow, not 404 (found by schemathesis)")
+    func methodNotAllowed() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        var dependencies = makeDependencies(ledger)
+        dependencies.apiTokens = [userAPIToken]
+        try await makeApplication(dependencies).test(.router) { client in
+            for (method, path, allow) in [
+                (HTTPRequest.Method.get, "/webhooks/stripe", "POST"), (.init("TRACE")!, "/healthz", "GET, HEAD"),
+                (.delete, "/v1/users/user_1/subscription", "GET"), (.put, "/v1/checkout-sessions", "POST"),
+            ] {
+                try await client.execute(uri: path, method: method) { response in
+                    #expect(response.status == .methodNotAllowed, "\(method) \(path)")
+                    #expect(response.headers[.allow] == allow, "\(method) \(path)")
+                    #expect(response.errorCode == "method_not_allowed")
+                }
+            }
+            try await client.execute(uri: "/v1/users/user_1/nothing", method: .get) { response in
+                #expect(response.status == .notFound)
+            }
+        }
+    }
+
+    @Test("An empty query value is refused, not read as absent (found by schemathesis)")
+    func emptyQueryValues() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        var dependencies = makeDependencies(ledger)
+        dependencies.apiTokens = [userAPIToken]
+        try await makeApplication(dependencies).test(.router) { client in
+            for uri in ["/v1/users/user_1/subscription?account=", "/v1/users/user_1/invoices?limit=", "/v1/exports/invoices?user="] {
+                try await client.execute(uri: uri, method: .get, headers: [.authorization: "Bearer \(userAPIToken)"]) { response in
+                    #expect(response.status == .badRequest, "\(uri)")
+                    #expect(response.errorCode == "invalid_parameter", "\(uri)")
+                }
             }
         }
     }

@@ -24,17 +24,15 @@ import Testing
         }
     }
 
-    @Test func seedingTenThousandObjectsIsQuickAndConsistent() async throws {
+    /// Consistent, not timed: how fast seeding is belongs in a benchmark, not an assertion.
+    @Test func seedingTenThousandObjectsIsConsistent() async throws {
         try await withFake { fake, client in
-            let started = ContinuousClock.now
             let summary = await fake.seed(
                 customers: 2_000, subscriptions: 3_000, invoices: 5_000, prices: 4, products: 2, seed: 7)
-            let elapsed = ContinuousClock.now - started
             #expect(summary.customers == 2_000)
             #expect(summary.subscriptions == 3_000)
             #expect(summary.invoices == 5_000)
             #expect(summary.events == 0)
-            #expect(elapsed < .seconds(10), "seeding took \(elapsed)")
             #expect(await fake.events().isEmpty)
 
             // Every invoice belongs to a seeded subscription of the same customer.

@@ -33,7 +33,7 @@ public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     /// Whether `presented` equals one of the tokens.
-    func accepts(_ presented: [UInt8]) -> Bool {
+    package func accepts(_ presented: [UInt8]) -> Bool {
         var matched = false
         for token in tokens {
             // No early exit: every token is compared in full.
@@ -56,7 +56,7 @@ public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// Compares two byte strings in time that depends only on their lengths, never on where
     /// they differ.
-    static func constantTimeEquals(_ presented: [UInt8], _ expected: [UInt8]) -> Bool {
+    package static func constantTimeEquals(_ presented: [UInt8], _ expected: [UInt8]) -> Bool {
         var difference = UInt8(truncatingIfNeeded: presented.count ^ expected.count) | (presented.count == expected.count ? 0 : 1)
         for index in 0..<expected.count {
             let byte = index < presented.count ? presented[index] : 0

@@ -82,7 +82,9 @@ public struct InvoiceExportController: Sendable {
         func single(_ name: Substring) throws -> String? {
             let values = parameters[values: name]
             guard values.count <= 1 else { throw invalid("invalid_parameter", "Give \(name) at most once.") }
-            guard let value = values.first, !value.isEmpty else { return nil }
+            guard let value = values.first else { return nil }
+            // Empty is refused like any bad value: a filter left blank must not export more.
+            guard !value.isEmpty else { throw invalid("invalid_parameter", "\(name) is empty: give it a value, or leave it out.") }
             return String(value)
         }
         func instant(_ name: Substring) throws -> Int64? {

@@ -102,13 +102,18 @@ public struct UserRequest: Sendable {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// The value of a parameter given at most once; nil when absent or empty.
+    /// The value of a parameter given at most once; nil when absent, 400 when empty.
     static func single(_ parameters: Parameters, _ name: Substring) throws -> String? {
         let values = parameters[values: name]
         guard values.count <= 1 else {
             throw APIError(.badRequest, code: "invalid_parameter", message: "Give \(name) at most once.")
         }
-        guard let value = values.first, !value.isEmpty else { return nil }
+        guard let value = values.first else { return nil }
+        // An empty value is refused, not taken as absent: `?account=` from an unset template
+        // variable must not quietly answer for the platform account.
+        guard !value.isEmpty else {
+            throw APIError(.badRequest, code: "invalid_parameter", message: "\(name) is empty: give it a value, or leave it out.")
+        }
         return String(value)
     }
 
