@@ -26,6 +26,18 @@ struct SettingsTests {
         #expect(settings.maximumConnections == 512)
     }
 
+    @Test("Credentials in an app webhook URL are secrets the logs mask; short query values are not")
+    func webhookURLCredentials() throws {
+        let settings = try Settings.load(
+            environment: [
+                "BILLINGD_APP_WEBHOOK_URL": "https://hooks:s3cret-passw0rd@app.example.com/billing?token=tok_0123456789&v=1",
+                "BILLINGD_APP_WEBHOOK_SECRET": "whsec_" + Data(repeating: 7, count: 24).base64EncodedString(),
+            ], configFile: nil)
+        #expect(settings.secretValues.contains("s3cret-passw0rd"))
+        #expect(settings.secretValues.contains("tok_0123456789"))
+        #expect(!settings.secretValues.contains("1"), "a short value would mask every occurrence of it")
+    }
+
     @Test("Connection timeouts and the connection cap are read as durations and a count (issue 18 item 2)")
     func connectionLimits() throws {
         let settings = try Settings.load(

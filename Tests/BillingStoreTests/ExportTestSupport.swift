@@ -165,11 +165,11 @@ final class CollectingDestination: ExportDestination {
     var chunkSizes: [Int] { state.withLock { $0.chunks } }
 }
 
-extension InvoiceExporter {
+extension InvoiceExportStore {
     /// The whole export in memory, and its summary.
     func exportText(_ request: InvoiceExportRequest) async throws -> (String, InvoiceExportSummary) {
         let destination = CollectingDestination()
-        let summary = try await export(request, to: destination)
+        let summary = try await export(request, to: destination, cancellation: nil, progress: nil)
         return (destination.text, summary)
     }
 

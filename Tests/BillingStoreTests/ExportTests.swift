@@ -10,8 +10,8 @@ struct ExportTests {
     let jan1: Int64 = 1_767_225_600  // 2026-01-01T00:00:00Z
     let feb1: Int64 = 1_769_904_000  // 2026-02-01T00:00:00Z
 
-    @Test("Amounts are exact in every currency exponent, as decimal strings and minor units")
-    func exactAmounts() async throws {
+    @Test("Amounts are exact in every currency exponent, as decimal strings and minor units", arguments: StoreBackend.allCases)
+    func exactAmounts(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insert([
@@ -23,43 +23,44 @@ struct ExportTests {
             LedgerInvoice(id: "in_eur", status: "void", currency: "eur", subtotal: -250, created: jan1 + 5),
             LedgerInvoice(id: "in_max", status: "open", currency: "usd", subtotal: Int64.max, created: jan1 + 6),
         ])
-        let exporter = InvoiceExporter(database: ledger.database)
-        let (text, summary) = try await exporter.exportText(.init(format: .jsonl))
-        let rows = try jsonRows(text)
-        #expect(rows.map { $0["invoice_id"] as? String } == ["in_usd", "in_jpy", "in_krw", "in_kwd", "in_bhd", "in_eur", "in_max"])
-        func row(_ id: String) -> [String: Any] { rows.first { $0["invoice_id"] as? String == id }! }
-        #expect(row("in_usd")["subtotal"] as? String == "1234.56")
-        #expect(row("in_usd")["discount"] as? String == "4.56")
-        #expect(row("in_usd")["tax"] as? String == "20.01")
-        #expect(row("in_usd")["total"] as? String == "1250.01")
-        #expect(row("in_usd")["total_minor"] as? Int == 125_001)
-        #expect(row("in_usd")["currency_exponent"] as? Int == 2)
-        #expect(row("in_jpy")["subtotal"] as? String == "98765")
-        #expect(row("in_jpy")["total"] as? String == "98760")
-        #expect(row("in_jpy")["currency_exponent"] as? Int == 0)
-        #expect(row("in_krw")["currency"] as? String == "krw")
-        #expect(row("in_krw")["total"] as? String == "5")
-        #expect(row("in_kwd")["subtotal"] as? String == "12.345")
-        #expect(row("in_kwd")["total"] as? String == "12.350")
-        #expect(row("in_bhd")["total"] as? String == "0.007")
-        #expect(row("in_eur")["total"] as? String == "-2.50")
-        #expect(row("in_eur")["amount_paid"] as? String == "0.00")
-        #expect(row("in_max")["subtotal"] as? String == "92233720368547758.07")
-        // JSON integers survive as exact Int64 even where a Double would round.
-        #expect((row("in_max")["subtotal_minor"] as? NSNumber)?.int64Value == Int64.max)
+        try await withExports(backend, of: ledger.database) { exporter in
+            let (text, summary) = try await exporter.exportText(.init(format: .jsonl))
+            let rows = try jsonRows(text)
+            #expect(rows.map { $0["invoice_id"] as? String } == ["in_usd", "in_jpy", "in_krw", "in_kwd", "in_bhd", "in_eur", "in_max"])
+            func row(_ id: String) -> [String: Any] { rows.first { $0["invoice_id"] as? String == id }! }
+            #expect(row("in_usd")["subtotal"] as? String == "1234.56")
+            #expect(row("in_usd")["discount"] as? String == "4.56")
+            #expect(row("in_usd")["tax"] as? String == "20.01")
+            #expect(row("in_usd")["total"] as? String == "1250.01")
+            #expect(row("in_usd")["total_minor"] as? Int == 125_001)
+            #expect(row("in_usd")["currency_exponent"] as? Int == 2)
+            #expect(row("in_jpy")["subtotal"] as? String == "98765")
+            #expect(row("in_jpy")["total"] as? String == "98760")
+            #expect(row("in_jpy")["currency_exponent"] as? Int == 0)
+            #expect(row("in_krw")["currency"] as? String == "krw")
+            #expect(row("in_krw")["total"] as? String == "5")
+            #expect(row("in_kwd")["subtotal"] as? String == "12.345")
+            #expect(row("in_kwd")["total"] as? String == "12.350")
+            #expect(row("in_bhd")["total"] as? String == "0.007")
+            #expect(row("in_eur")["total"] as? String == "-2.50")
+            #expect(row("in_eur")["amount_paid"] as? String == "0.00")
+            #expect(row("in_max")["subtotal"] as? String == "92233720368547758.07")
+            // JSON integers survive as exact Int64 even where a Double would round.
+            #expect((row("in_max")["subtotal_minor"] as? NSNumber)?.int64Value == Int64.max)
 
-        // Totals are per currency and exact (the Int64.max invoice and the usd one add up past Int64).
-        let usd = try #require(summary.totals("usd"))
-        #expect(usd.invoices == 2)
-        #expect(DecimalAmount.string(usd.subtotal, exponent: 2) == "92233720368548992.63")
-        #expect(summary.totals("jpy")?.total == 98_760)
-        #expect(summary.totals("kwd")?.tax == 5)
-        #expect(summary.currencies.map(\.currency.code) == ["bhd", "eur", "jpy", "krw", "kwd", "usd"])
-        #expect(summary.invoices == 7 && summary.rows == 7)
+            // Totals are per currency and exact (the Int64.max invoice and the usd one add up past Int64).
+            let usd = try #require(summary.totals("usd"))
+            #expect(usd.invoices == 2)
+            #expect(DecimalAmount.string(usd.subtotal, exponent: 2) == "92233720368548992.63")
+            #expect(summary.totals("jpy")?.total == 98_760)
+            #expect(summary.totals("kwd")?.tax == 5)
+            #expect(summary.currencies.map(\.currency.code) == ["bhd", "eur", "jpy", "krw", "kwd", "usd"])
+            #expect(summary.invoices == 7 && summary.rows == 7)
+        }
     }
 
-    @Test("CSV read back with a real CSV parser equals the ledger, line by line")
-    func csvRoundTrip() async throws {
+    @Test("CSV read back with a real CSV parser equals the ledger, line by line", arguments: StoreBackend.allCases)
+    func csvRoundTrip(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         let awkward = [
@@ -81,66 +82,96 @@ struct ExportTests {
                 ]))
         }
         try ledger.insert(invoices)
-        let (text, _) = try await InvoiceExporter(database: ledger.database).exportText(.init(format: .csv, layout: .lines))
+        try await withExports(backend, of: ledger.database) { exporter in
+            let (text, _) = try await exporter.exportText(.init(format: .csv, layout: .lines))
 
-        let reader = try CSVReader(string: text, hasHeaderRow: true)
-        #expect(reader.headerRow == InvoiceExportSchema.columns(.lines))
-        var parsed: [[String: String]] = []
-        while let row = reader.next() {
-            parsed.append(Dictionary(uniqueKeysWithValues: zip(reader.headerRow!, row)))
-        }
-        #expect(reader.error == nil)
-        #expect(parsed.count == invoices.count * 2)
+            let reader = try CSVReader(string: text, hasHeaderRow: true)
+            #expect(reader.headerRow == InvoiceExportSchema.columns(.lines))
+            var parsed: [[String: String]] = []
+            while let row = reader.next() {
+                parsed.append(Dictionary(uniqueKeysWithValues: zip(reader.headerRow!, row)))
+            }
+            #expect(reader.error == nil)
+            #expect(parsed.count == invoices.count * 2)
 
-        /// The ledger's text back from a neutralised CSV cell.
-        func original(_ cell: String) -> String {
-            guard cell.hasPrefix("'") else { return cell }
-            let rest = String(cell.dropFirst())
-            return ["=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠"].contains(where: rest.hasPrefix) ? rest : cell
-        }
-        for (index, invoice) in invoices.enumerated() {
-            let exponent = Currency(invoice.currency).exponent
-            for (position, line) in invoice.lines.enumerated() {
-                let row = parsed[index * 2 + position]
-                #expect(row["schema_version"] == "1")
-                #expect(row["invoice_id"] == invoice.id)
-                #expect(row["invoice_number"] == invoice.number)
-                #expect(row["status"] == invoice.status)
-                #expect(row["customer_id"] == invoice.customer)
-                #expect(row["customer_email"] == invoice.customerEmail)
-                #expect(original(row["customer_name"]!) == invoice.customerName)
-                #expect(row["subscription_id"] == (invoice.subscription ?? ""))
-                #expect(row["currency"] == invoice.currency)
-                #expect(row["currency_exponent"] == String(exponent))
-                for (name, value) in [
-                    ("subtotal", invoice.subtotal), ("discount", invoice.discount), ("tax", invoice.tax),
-                    ("total", invoice.resolvedTotal),
-                ] {
-                    #expect(row["\(name)_minor"] == String(value))
-                    #expect(DecimalAmount.parse(row[name]!, exponent: exponent) == value, "\(name) of \(invoice.id)")
+            /// A text cell as a spreadsheet-safe export must write it: OWASP's treatment (a leading
+            /// `'`) when it starts like a formula, fullwidth forms included; as it is otherwise.
+            func neutralised(_ text: String?) -> String {
+                guard let text else { return "" }
+                return ["=", "+", "-", "@", "\t", "\r", "\n", "＝", "＋", "－", "＠"].contains(where: text.hasPrefix) ? "'" + text : text
+            }
+            // The cells that had to be neutralised were, and no other.
+            #expect(neutralised("=HYPERLINK(\"http://evil\")") == "'=HYPERLINK(\"http://evil\")")
+            #expect(neutralised("a=b") == "a=b" && neutralised(" spaced ") == " spaced ")
+            let columns = InvoiceExportSchema.columns(.lines)
+            for (index, invoice) in invoices.enumerated() {
+                let exponent = Currency(invoice.currency).exponent
+                let total = invoice.resolvedTotal
+                let paid = invoice.status == "paid" ? total : 0
+                for (position, line) in invoice.lines.enumerated() {
+                    let row = parsed[index * 2 + position]
+                    // Every column's expected cell; amounts also as decimals, parsed back.
+                    var expected: [String: String] = [:]
+                    var amounts: [String: Int64] = [:]
+                    let stamp: (Int64?) -> String = { $0.map(UTCTimestamp.string) ?? "" }
+                    for (name, minorUnits) in [
+                        ("subtotal", invoice.subtotal), ("discount", invoice.discount), ("tax", invoice.tax), ("total", total),
+                        ("amount_due", total), ("amount_paid", paid), ("amount_remaining", total - paid), ("line_amount", line.amount),
+                    ] {
+                        expected["\(name)_minor"] = String(minorUnits)
+                        amounts[name] = minorUnits
+                    }
+                    expected["schema_version"] = "1"
+                    expected["invoice_id"] = invoice.id
+                    expected["invoice_number"] = invoice.number ?? ""
+                    expected["status"] = invoice.status ?? ""
+                    expected["customer_id"] = invoice.customer ?? ""
+                    expected["customer_email"] = invoice.customerEmail ?? ""
+                    expected["customer_name"] = neutralised(invoice.customerName)
+                    expected["app_user_id"] = ""
+                    expected["subscription_id"] = invoice.subscription ?? ""
+                    expected["currency"] = invoice.currency
+                    expected["currency_exponent"] = String(exponent)
+                    expected["created"] = stamp(invoice.created)
+                    expected["finalized_at"] = stamp(invoice.finalizedAt)
+                    expected["paid_at"] = stamp(invoice.paidAt)
+                    expected["voided_at"] = ""
+                    expected["marked_uncollectible_at"] = ""
+                    expected["period_start"] = "2025-12-31T00:00:00Z"
+                    expected["period_end"] = "2026-01-01T00:00:00Z"
+                    expected["due_date"] = ""
+                    expected["billing_reason"] = "subscription_cycle"
+                    expected["collection_method"] = "charge_automatically"
+                    expected["hosted_invoice_url"] = invoice.hostedInvoiceURL ?? ""
+                    expected["invoice_pdf_url"] = invoice.invoicePDF ?? ""
+                    expected["livemode"] = "true"
+                    expected["account"] = ""
+                    expected["line_position"] = String(position)
+                    expected["line_id"] = line.id
+                    expected["line_description"] = neutralised(line.description)
+                    expected["line_quantity"] = line.quantity.map(String.init) ?? ""
+                    expected["line_currency"] = line.currency ?? invoice.currency
+                    expected["line_period_start"] = "2025-12-31T00:00:00Z"
+                    expected["line_period_end"] = "2026-01-01T00:00:00Z"
+                    expected["line_price_id"] = "price_1"
+                    expected["line_subscription_id"] = invoice.subscription ?? ""
+                    expected["line_proration"] = line.proration ? "true" : "false"
+                    #expect(Set(expected.keys).union(amounts.keys) == Set(columns), "every column is checked")
+                    for (column, cell) in expected {
+                        #expect(row[column] == cell, "\(column) of \(invoice.id) line \(position)")
+                    }
+                    for (column, minorUnits) in amounts {
+                        let cell = row[column] ?? ""
+                        #expect(DecimalAmount.parse(cell, exponent: exponent) == minorUnits, "\(column) of \(invoice.id)")
+                        #expect(!cell.hasPrefix("'"), "an amount is never neutralised")
+                    }
                 }
-                #expect(row["created"] == UTCTimestamp.string(invoice.created!))
-                #expect(row["finalized_at"] == UTCTimestamp.string(invoice.finalizedAt!))
-                #expect(row["paid_at"] == (invoice.paidAt.map(UTCTimestamp.string) ?? ""))
-                #expect(row["voided_at"] == "")
-                #expect(row["period_start"] == "2025-12-31T00:00:00Z")
-                #expect(row["hosted_invoice_url"] == invoice.hostedInvoiceURL)
-                #expect(row["invoice_pdf_url"] == invoice.invoicePDF)
-                #expect(row["livemode"] == "true")
-                #expect(row["account"] == "")
-                #expect(row["line_position"] == String(position))
-                #expect(row["line_id"] == line.id)
-                #expect(original(row["line_description"]!) == line.description)
-                #expect(row["line_quantity"] == String(line.quantity!))
-                #expect(row["line_amount_minor"] == String(line.amount))
-                #expect(DecimalAmount.parse(row["line_amount"]!, exponent: exponent) == line.amount)
-                #expect(row["line_proration"] == (line.proration ? "true" : "false"))
             }
         }
     }
 
-    @Test("Formula injection is neutralised the OWASP way in CSV, and only in text cells")
-    func formulaInjection() async throws {
+    @Test("Formula injection is neutralised the OWASP way in CSV, and only in text cells", arguments: StoreBackend.allCases)
+    func formulaInjection(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         let cases: [(String, String)] = [
@@ -151,54 +182,56 @@ struct ExportTests {
         try ledger.insert(cases.enumerated().map { index, entry in
             LedgerInvoice(id: "in_\(index)", customerName: entry.0, subtotal: -1234, created: jan1 + Int64(index))
         })
-        let exporter = InvoiceExporter(database: ledger.database)
-        let (csv, _) = try await exporter.exportText(.init(format: .csv))
-        let nameColumn = try #require(InvoiceExportSchema.invoiceColumns.firstIndex(of: "customer_name"))
-        let rows = csv.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
-        for (index, entry) in cases.enumerated() {
-            let row = try #require(rows.first { $0.hasPrefix("1,in_\(index),") })
-            // Cells before the name hold no commas, so the name starts after the 6th comma.
-            let prefix = row.split(separator: ",", maxSplits: nameColumn, omittingEmptySubsequences: false)
-            #expect(prefix[nameColumn].hasPrefix(entry.1), "\(entry.0.debugDescription) → \(prefix[nameColumn])")
-            // Negative amounts stay numbers: a spreadsheet reads -12.34 as a number, not a formula.
-            #expect(row.contains(",-12.34,-1234,"))
+        try await withExports(backend, of: ledger.database) { exporter in
+            let (csv, _) = try await exporter.exportText(.init(format: .csv))
+            let nameColumn = try #require(InvoiceExportSchema.invoiceColumns.firstIndex(of: "customer_name"))
+            let rows = csv.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+            for (index, entry) in cases.enumerated() {
+                let row = try #require(rows.first { $0.hasPrefix("1,in_\(index),") })
+                // Cells before the name hold no commas, so the name starts after the 6th comma.
+                let prefix = row.split(separator: ",", maxSplits: nameColumn, omittingEmptySubsequences: false)
+                #expect(prefix[nameColumn].hasPrefix(entry.1), "\(entry.0.debugDescription) → \(prefix[nameColumn])")
+                // Negative amounts stay numbers: a spreadsheet reads -12.34 as a number, not a formula.
+                #expect(row.contains(",-12.34,-1234,"))
+            }
+            // JSON Lines keep the text exactly as the ledger has it.
+            let (jsonl, _) = try await exporter.exportText(.init(format: .jsonl))
+            #expect(try jsonRows(jsonl).map { $0["customer_name"] as? String } == cases.map(\.0))
         }
-        // JSON Lines keep the text exactly as the ledger has it.
-        let (jsonl, _) = try await exporter.exportText(.init(format: .jsonl))
-        #expect(try jsonRows(jsonl).map { $0["customer_name"] as? String } == cases.map(\.0))
     }
 
-    @Test("An empty range gives a header-only CSV, an empty JSON Lines file and zero totals")
-    func emptyRange() async throws {
+    @Test("An empty range gives a header-only CSV, an empty JSON Lines file and zero totals", arguments: StoreBackend.allCases)
+    func emptyRange(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insert([LedgerInvoice(id: "in_1", created: jan1)])
-        let exporter = InvoiceExporter(database: ledger.database)
-        let range = InvoiceExportRequest(createdFrom: feb1, createdBefore: feb1 + 86_400)
-        let (csv, summary) = try await exporter.exportText(range)
-        #expect(csv == InvoiceExportSchema.invoiceColumns.joined(separator: ",") + "\r\n")
-        #expect(summary.invoices == 0 && summary.rows == 0 && summary.currencies.isEmpty)
-        var jsonl = range
-        jsonl.format = .jsonl
-        #expect(try await exporter.exportText(jsonl).0 == "")
-        var lines = range
-        lines.layout = .lines
-        #expect(try await exporter.exportText(lines).0 == InvoiceExportSchema.columns(.lines).joined(separator: ",") + "\r\n")
-        // An empty ledger too.
-        let empty = try ExportLedger()
-        defer { empty.remove() }
-        #expect(try await InvoiceExporter(database: empty.database).exportText(jsonl).1.invoices == 0)
-        // A range whose end is not after its start is refused, not silently empty.
-        await #expect(throws: InvoiceExportError.emptyRange(from: feb1, to: jan1)) {
-            try await exporter.exportText(.init(createdFrom: feb1, createdBefore: jan1))
-        }
-        await #expect(throws: InvoiceExportError.emptyRange(from: jan1, to: jan1)) {
-            try await exporter.exportText(.init(createdFrom: jan1, createdBefore: jan1))
+        try await withExports(backend, of: ledger.database) { exporter in
+            let range = InvoiceExportRequest(createdFrom: feb1, createdBefore: feb1 + 86_400)
+            let (csv, summary) = try await exporter.exportText(range)
+            #expect(csv == InvoiceExportSchema.invoiceColumns.joined(separator: ",") + "\r\n")
+            #expect(summary.invoices == 0 && summary.rows == 0 && summary.currencies.isEmpty)
+            var jsonl = range
+            jsonl.format = .jsonl
+            #expect(try await exporter.exportText(jsonl).0 == "")
+            var lines = range
+            lines.layout = .lines
+            #expect(try await exporter.exportText(lines).0 == InvoiceExportSchema.columns(.lines).joined(separator: ",") + "\r\n")
+            // An empty ledger too.
+            let empty = try ExportLedger()
+            defer { empty.remove() }
+            #expect(try await InvoiceExporter(database: empty.database).exportText(jsonl).1.invoices == 0)
+            // A range whose end is not after its start is refused, not silently empty.
+            await #expect(throws: InvoiceExportError.emptyRange(from: feb1, to: jan1)) {
+                try await exporter.exportText(.init(createdFrom: feb1, createdBefore: jan1))
+            }
+            await #expect(throws: InvoiceExportError.emptyRange(from: jan1, to: jan1)) {
+                try await exporter.exportText(.init(createdFrom: jan1, createdBefore: jan1))
+            }
         }
     }
 
-    @Test("Range boundaries: from is inclusive, to exclusive, to the second")
-    func boundaryInstants() async throws {
+    @Test("Range boundaries: from is inclusive, to exclusive, to the second", arguments: StoreBackend.allCases)
+    func boundaryInstants(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insert([
@@ -206,23 +239,24 @@ struct ExportTests {
             LedgerInvoice(id: "in_last", created: feb1 - 1), LedgerInvoice(id: "in_next", created: feb1),
             LedgerInvoice(id: "in_undated", created: nil),
         ])
-        let exporter = InvoiceExporter(database: ledger.database)
-        func ids(_ request: InvoiceExportRequest) async throws -> [String] {
-            var request = request
-            request.format = .jsonl
-            return try jsonRows(try await exporter.exportText(request).0).map { $0["invoice_id"] as! String }
+        try await withExports(backend, of: ledger.database) { exporter in
+            let january = InvoiceExportRequest(createdFrom: UTCTimestamp.parse("2026-01"), createdBefore: UTCTimestamp.parse("2026-02"))
+            let found1 = try await exportedIDs(exporter, january)
+            #expect(found1 == ["in_first", "in_last"])
+            let found2 = try await exportedIDs(exporter, .init(createdFrom: jan1))
+            #expect(found2 == ["in_first", "in_last", "in_next"])
+            let found3 = try await exportedIDs(exporter, .init(createdBefore: jan1))
+            #expect(found3 == ["in_before"])
+            let found4 = try await exportedIDs(exporter, .init(createdFrom: feb1 - 1, createdBefore: feb1))
+            #expect(found4 == ["in_last"])
+            // Without a range, every invoice, the undated one first.
+            let found5 = try await exportedIDs(exporter, .init())
+            #expect(found5 == ["in_undated", "in_before", "in_first", "in_last", "in_next"])
         }
-        let january = InvoiceExportRequest(createdFrom: UTCTimestamp.parse("2026-01"), createdBefore: UTCTimestamp.parse("2026-02"))
-        #expect(try await ids(january) == ["in_first", "in_last"])
-        #expect(try await ids(.init(createdFrom: jan1)) == ["in_first", "in_last", "in_next"])
-        #expect(try await ids(.init(createdBefore: jan1)) == ["in_before"])
-        #expect(try await ids(.init(createdFrom: feb1 - 1, createdBefore: feb1)) == ["in_last"])
-        // Without a range, every invoice, the undated one first.
-        #expect(try await ids(.init()) == ["in_undated", "in_before", "in_first", "in_last", "in_next"])
     }
 
-    @Test("Lines mode: one row per line, the line amounts sum to each invoice's subtotal, and the totals agree")
-    func linesSumToInvoiceTotals() async throws {
+    @Test("Lines mode: one row per line, the line amounts sum to each invoice's subtotal, and the totals agree", arguments: StoreBackend.allCases)
+    func linesSumToInvoiceTotals(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insert([
@@ -237,41 +271,42 @@ struct ExportTests {
             LedgerInvoice(id: "in_d", currency: "usd", subtotal: 0, created: jan1 + 3, lines: []),
         ])
         try ledger.generate(count: 300, start: jan1 + 10)
-        let exporter = InvoiceExporter(database: ledger.database)
-        let (linesText, linesSummary) = try await exporter.exportText(.init(format: .jsonl, layout: .lines))
-        let (invoicesText, invoicesSummary) = try await exporter.exportText(.init(format: .jsonl))
-        let lineRows = try jsonRows(linesText)
-        let invoiceRows = try jsonRows(invoicesText)
+        try await withExports(backend, of: ledger.database) { exporter in
+            let (linesText, linesSummary) = try await exporter.exportText(.init(format: .jsonl, layout: .lines))
+            let (invoicesText, invoicesSummary) = try await exporter.exportText(.init(format: .jsonl))
+            let lineRows = try jsonRows(linesText)
+            let invoiceRows = try jsonRows(invoicesText)
 
-        #expect(lineRows.count == 907, "3 + 2 + 1 + 1 lines, and 3 for each of the 300 generated invoices")
-        var lineSums: [String: Int64] = [:]
-        for row in lineRows {
-            let id = row["invoice_id"] as! String
-            if let amount = row["line_amount_minor"] as? Int64 {
-                lineSums[id, default: 0] += amount
-                #expect(DecimalAmount.parse(row["line_amount"] as! String, exponent: row["currency_exponent"] as! Int) == amount)
-            } else {
-                #expect(row["line_amount_minor"] is NSNull && row["line_id"] is NSNull)
-                lineSums[id, default: 0] += 0
+            #expect(lineRows.count == 907, "3 + 2 + 1 + 1 lines, and 3 for each of the 300 generated invoices")
+            var lineSums: [String: Int64] = [:]
+            for row in lineRows {
+                let id = row["invoice_id"] as! String
+                if let amount = row["line_amount_minor"] as? Int64 {
+                    lineSums[id, default: 0] += amount
+                    #expect(DecimalAmount.parse(row["line_amount"] as! String, exponent: row["currency_exponent"] as! Int) == amount)
+                } else {
+                    #expect(row["line_amount_minor"] is NSNull && row["line_id"] is NSNull)
+                    lineSums[id, default: 0] += 0
+                }
             }
+            #expect(lineSums.count == invoiceRows.count)
+            for invoice in invoiceRows {
+                let id = invoice["invoice_id"] as! String
+                #expect(lineSums[id] == invoice["subtotal_minor"] as? Int64, "lines of \(id)")
+            }
+            // The invoice totals are counted once per invoice, however many lines it has.
+            #expect(linesSummary.invoices == invoicesSummary.invoices)
+            #expect(linesSummary.rows == lineRows.count)
+            for totals in invoicesSummary.currencies {
+                let fromLines = try #require(linesSummary.totals(totals.currency.code))
+                #expect(fromLines.invoices == totals.invoices)
+                #expect(fromLines.subtotal == totals.subtotal)
+                #expect(fromLines.total == totals.total)
+                #expect(fromLines.amountPaid == totals.amountPaid)
+                #expect(fromLines.lineAmount == totals.subtotal, "line amounts of \(totals.currency)")
+            }
+            #expect(linesSummary.totals("usd")?.lines == 3 + 300)
         }
-        #expect(lineSums.count == invoiceRows.count)
-        for invoice in invoiceRows {
-            let id = invoice["invoice_id"] as! String
-            #expect(lineSums[id] == invoice["subtotal_minor"] as? Int64, "lines of \(id)")
-        }
-        // The invoice totals are counted once per invoice, however many lines it has.
-        #expect(linesSummary.invoices == invoicesSummary.invoices)
-        #expect(linesSummary.rows == lineRows.count)
-        for totals in invoicesSummary.currencies {
-            let fromLines = try #require(linesSummary.totals(totals.currency.code))
-            #expect(fromLines.invoices == totals.invoices)
-            #expect(fromLines.subtotal == totals.subtotal)
-            #expect(fromLines.total == totals.total)
-            #expect(fromLines.amountPaid == totals.amountPaid)
-            #expect(fromLines.lineAmount == totals.subtotal, "line amounts of \(totals.currency)")
-        }
-        #expect(linesSummary.totals("usd")?.lines == 3 + 300)
     }
 
     @Test("Output is deterministic: byte-identical every time, ordered by created then id whatever the insert order")
@@ -306,8 +341,8 @@ struct ExportTests {
         #expect(keys == keys.sorted())
     }
 
-    @Test("The paged stream of the HTTP API gives the same bytes as the one-snapshot export", arguments: [1, 2, 7, 1000])
-    func pagesEqualSnapshot(invoicesPerPage: Int) async throws {
+    @Test("The paged stream of the HTTP API gives the same bytes as the one-snapshot export", arguments: StoreBackend.allCases, [1, 2, 7, 1000])
+    func pagesEqualSnapshot(_ backend: StoreBackend, invoicesPerPage: Int) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insert([
@@ -318,22 +353,23 @@ struct ExportTests {
             LedgerInvoice(id: "in_tie", account: "acct_1", livemode: false, created: jan1),
         ])
         try ledger.generate(count: 25, start: jan1)
-        let exporter = InvoiceExporter(database: ledger.database)
-        for format in InvoiceExportRequest.Format.allCases {
-            for layout in InvoiceExportRequest.Layout.allCases {
-                for livemode in [true, false] {
-                    let request = InvoiceExportRequest(format: format, layout: layout, livemode: livemode, byteOrderMark: format == .csv)
-                    let snapshot = try await exporter.exportText(request)
-                    let paged = try await exporter.streamText(request, invoicesPerPage: invoicesPerPage)
-                    #expect(paged.0 == snapshot.0, "\(format) \(layout) livemode \(livemode) pages of \(invoicesPerPage)")
-                    #expect(paged.1 == snapshot.1)
+        try await withExports(backend, of: ledger.database) { exporter in
+            for format in InvoiceExportRequest.Format.allCases {
+                for layout in InvoiceExportRequest.Layout.allCases {
+                    for livemode in [true, false] {
+                        let request = InvoiceExportRequest(format: format, layout: layout, livemode: livemode, byteOrderMark: format == .csv)
+                        let snapshot = try await exporter.exportText(request)
+                        let paged = try await exporter.streamText(request, invoicesPerPage: invoicesPerPage)
+                        #expect(paged.0 == snapshot.0, "\(format) \(layout) livemode \(livemode) pages of \(invoicesPerPage)")
+                        #expect(paged.1 == snapshot.1)
+                    }
                 }
             }
         }
     }
 
-    @Test("Filters: status, customer, app user, currency, mode, account; deleted invoices never appear")
-    func filters() async throws {
+    @Test("Filters: status, customer, app user, currency, mode, account; deleted invoices never appear", arguments: StoreBackend.allCases)
+    func filters(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insertCustomer("cus_meta", email: "meta@example.com", name: "Meta Customer", appUser: "user_1")
@@ -348,37 +384,45 @@ struct ExportTests {
             LedgerInvoice(id: "in_test", livemode: false, customer: "cus_test", created: jan1 + 4),
             LedgerInvoice(id: "in_connect", account: "acct_1", customer: "cus_meta", created: jan1 + 5),
         ])
-        let exporter = InvoiceExporter(database: ledger.database)
-        func ids(_ request: InvoiceExportRequest) async throws -> [String] {
-            var request = request
-            request.format = .jsonl
-            return try jsonRows(try await exporter.exportText(request).0).map { $0["invoice_id"] as! String }
-        }
-        #expect(try await ids(.init()) == ["in_paid", "in_open", "in_void", "in_connect"])
-        #expect(try await ids(.init(livemode: false)) == ["in_test"])
-        #expect(try await ids(.init(statuses: ["paid", "void"])) == ["in_paid", "in_void", "in_connect"])
-        #expect(try await ids(.init(statuses: ["draft"])) == [])
-        #expect(try await ids(.init(customer: "cus_meta")) == ["in_paid", "in_connect"])
-        // The app user is tied to cus_meta by metadata and to cus_link by a Checkout session, in live mode.
-        #expect(try await ids(.init(appUser: "user_1")) == ["in_paid", "in_open"])
-        #expect(try await ids(.init(appUser: "user_1", livemode: false)) == ["in_test"])
-        #expect(try await ids(.init(appUser: "nobody")) == [])
-        #expect(try await ids(.init(currency: "eur")) == ["in_open"])
-        #expect(try await ids(.init(currency: "USD")) == ["in_paid", "in_void", "in_connect"])
-        #expect(try await ids(.init(account: "acct_1")) == ["in_connect"])
-        #expect(try await ids(.init(account: "")) == ["in_paid", "in_open", "in_void"])
+        try await withExports(backend, of: ledger.database) { exporter in
+            let found6 = try await exportedIDs(exporter, .init())
+            #expect(found6 == ["in_paid", "in_open", "in_void", "in_connect"])
+            let found7 = try await exportedIDs(exporter, .init(livemode: false))
+            #expect(found7 == ["in_test"])
+            let found8 = try await exportedIDs(exporter, .init(statuses: ["paid", "void"]))
+            #expect(found8 == ["in_paid", "in_void", "in_connect"])
+            let found9 = try await exportedIDs(exporter, .init(statuses: ["draft"]))
+            #expect(found9 == [])
+            let found10 = try await exportedIDs(exporter, .init(customer: "cus_meta"))
+            #expect(found10 == ["in_paid", "in_connect"])
+            // The app user is tied to cus_meta by metadata and to cus_link by a Checkout session, in live mode.
+            let found11 = try await exportedIDs(exporter, .init(appUser: "user_1"))
+            #expect(found11 == ["in_paid", "in_open"])
+            let found12 = try await exportedIDs(exporter, .init(appUser: "user_1", livemode: false))
+            #expect(found12 == ["in_test"])
+            let found13 = try await exportedIDs(exporter, .init(appUser: "nobody"))
+            #expect(found13 == [])
+            let found14 = try await exportedIDs(exporter, .init(currency: "eur"))
+            #expect(found14 == ["in_open"])
+            let found15 = try await exportedIDs(exporter, .init(currency: "USD"))
+            #expect(found15 == ["in_paid", "in_void", "in_connect"])
+            let found16 = try await exportedIDs(exporter, .init(account: "acct_1"))
+            #expect(found16 == ["in_connect"])
+            let found17 = try await exportedIDs(exporter, .init(account: ""))
+            #expect(found17 == ["in_paid", "in_open", "in_void"])
 
-        // Who the customer is: the invoice's own e-mail and name, else the customer's; the app user
-        // from the customer's metadata, else from a Checkout link.
-        let rows = try jsonRows(try await exporter.exportText(.init(format: .jsonl)).0)
-        #expect(rows[0]["customer_email"] as? String == "meta@example.com")
-        #expect(rows[0]["customer_name"] as? String == "Meta Customer")
-        #expect(rows[0]["app_user_id"] as? String == "user_1")
-        #expect(rows[1]["app_user_id"] as? String == "user_1")
-        #expect(rows[1]["currency"] as? String == "eur")
-        #expect(rows[2]["app_user_id"] is NSNull)
-        #expect(rows[3]["account"] as? String == "acct_1")
-        #expect(rows[3]["app_user_id"] is NSNull, "another account's customer is another customer")
+            // Who the customer is: the invoice's own e-mail and name, else the customer's; the app user
+            // from the customer's metadata, else from a Checkout link.
+            let rows = try jsonRows(try await exporter.exportText(.init(format: .jsonl)).0)
+            #expect(rows[0]["customer_email"] as? String == "meta@example.com")
+            #expect(rows[0]["customer_name"] as? String == "Meta Customer")
+            #expect(rows[0]["app_user_id"] as? String == "user_1")
+            #expect(rows[1]["app_user_id"] as? String == "user_1")
+            #expect(rows[1]["currency"] as? String == "eur")
+            #expect(rows[2]["app_user_id"] is NSNull)
+            #expect(rows[3]["account"] as? String == "acct_1")
+            #expect(rows[3]["app_user_id"] is NSNull, "another account's customer is another customer")
+        }
     }
 
     @Test("Invalid requests are refused before anything is read")
@@ -467,17 +511,19 @@ struct ExportTests {
         #expect(summary.json.hasSuffix("}\n"))
     }
 
-    @Test("JSON Lines escape control characters and line separators, and stay one object per line")
-    func jsonEscaping() async throws {
+    @Test("JSON Lines escape control characters and line separators, and stay one object per line", arguments: StoreBackend.allCases)
+    func jsonEscaping(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         let names = ["Tab\there", "Line\nbreak", "Back\\slash \"quoted\"", "Bell\u{07}", "Sep\u{2028}arator\u{2029}", "Next\u{85}Line", "é日本🧾"]
         try ledger.insert(names.enumerated().map { LedgerInvoice(id: "in_\($0.offset)", customerName: $0.element, created: jan1 + Int64($0.offset)) })
-        let (text, _) = try await InvoiceExporter(database: ledger.database).exportText(.init(format: .jsonl))
-        #expect(text.split(separator: "\n").count == names.count)
-        #expect(!text.contains("\u{2028}") && !text.contains("\u{85}") && !text.contains("\t"))
-        #expect(text.contains(#"Sep\u2028arator\u2029"#))
-        #expect(try jsonRows(text).map { $0["customer_name"] as? String } == names)
+        try await withExports(backend, of: ledger.database) { exporter in
+            let (text, _) = try await exporter.exportText(.init(format: .jsonl))
+            #expect(text.split(separator: "\n").count == names.count)
+            #expect(!text.contains("\u{2028}") && !text.contains("\u{85}") && !text.contains("\t"))
+            #expect(text.contains(#"Sep\u2028arator\u2029"#))
+            #expect(try jsonRows(text).map { $0["customer_name"] as? String } == names)
+        }
     }
 
     @Test("Invoices applied from real Stripe events export with their customer and app user")
@@ -599,4 +645,12 @@ struct AtomicExportFileTests {
         #expect(throws: InvoiceExportError.self) { try AtomicExportFile.create(path: ledger.path("missing/out.csv")) }
         #expect(throws: InvoiceExportError.self) { try AtomicExportFile.create(path: ledger.directory.path) }
     }
+}
+
+
+/// The invoice ids an export of `request` lists, in order.
+private func exportedIDs(_ exporter: any InvoiceExportStore, _ request: InvoiceExportRequest) async throws -> [String] {
+    var request = request
+    request.format = .jsonl
+    return try jsonRows(try await exporter.exportText(request).0).map { $0["invoice_id"] as! String }
 }

@@ -13,51 +13,54 @@ struct IngestTests {
         return EventFactory.event(id: id, type: "customer.subscription.updated", created: created, object: object)
     }
 
-    @Test("An acknowledged delivery is already in the ledger and its inbox row is done; a duplicate changes nothing")
-    func appliedOnCommit() async throws {
-        let ledger = try TestLedger()
-        let committer = GroupCommitter(applier: ledger.applier)
-        let body = subscriptionEvent("evt_new", created: 10, status: "active")
-        #expect(try await committer.submit(EventFactory.delivery(body)) != .duplicate)
+    @Test("An acknowledged delivery is already in the ledger and its inbox row is done; a duplicate changes nothing", arguments: StoreBackend.allCases)
+    func appliedOnCommit(backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let committer = GroupCommitter(applier: ledger.applier)
+            let body = subscriptionEvent("evt_new", created: 10, status: "active")
+            #expect(try await committer.submit(EventFactory.delivery(body)) != .duplicate)
 
-        let subscriptionID = EventFactory.object("subscription")["id"] as! String
-        let row = try #require(try await ledger.row("subscription", id: subscriptionID))
-        #expect(row["status"] as String == "active")
-        let event = try #require(try await ledger.inbox.list(.init()).first)
-        #expect(event.status == .applied)
-        #expect(event.effect == ApplyEffect.applied.rawValue)
-        #expect(event.attempts == 1)
-        #expect(try await ledger.applier.drain().processed == 0, "nothing was left for the applier")
+            let subscriptionID = EventFactory.object("subscription")["id"] as! String
+            #expect(try await ledger.value("subscription", subscriptionID, "status") == "active")
+            let event = try #require(try await ledger.inbox.list(.init()).first)
+            #expect(event.status == .applied)
+            #expect(event.effect == ApplyEffect.applied.rawValue)
+            #expect(event.attempts == 1)
+            #expect(try await ledger.applier.drain().processed == 0, "nothing was left for the applier")
 
-        #expect(try await committer.submit(EventFactory.delivery(body)) == .duplicate)
-        #expect(try await ledger.inbox.count() == 1)
+            #expect(try await committer.submit(EventFactory.delivery(body)) == .duplicate)
+            #expect(try await ledger.inbox.count() == 1)
+        }
     }
 
-    @Test("Out of order within one group: the ledger keeps the newest snapshot, the older is recorded stale")
-    func orderInsideAGroup() async throws {
-        let ledger = try TestLedger()
-        let committer = GroupCommitter(applier: ledger.applier)
-        let newer = subscriptionEvent("evt_2", created: 20, status: "past_due")
-        let older = subscriptionEvent("evt_1", created: 10, status: "active")
-        async let first = committer.submit(EventFactory.delivery(newer))
-        async let second = committer.submit(EventFactory.delivery(older))
-        _ = try await (first, second)
-        let subscriptionID = EventFactory.object("subscription")["id"] as! String
-        #expect(try await ledger.row("subscription", id: subscriptionID)?["status"] as String? == "past_due")
-        let effects = try await ledger.inbox.list(.init()).map { "\($0.eventID):\($0.effect ?? "-")" }.sorted()
-        #expect(effects == ["evt_1:stale", "evt_2:applied"])
+    @Test("Out of order within one group: the ledger keeps the newest snapshot, the older is recorded stale", arguments: StoreBackend.allCases)
+    func orderInsideAGroup(backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let newer = subscriptionEvent("evt_2", created: 20, status: "past_due")
+            let older = subscriptionEvent("evt_1", created: 10, status: "active")
+            // One group, the newer first.
+            let result = try await ledger.applier.ingest(
+                [ledger.applier.prepare(try EventFactory.delivery(newer)), ledger.applier.prepare(try EventFactory.delivery(older))],
+                now: 1)
+            #expect(result.pass.applied == 1 && result.pass.stale == 1)
+            let subscriptionID = EventFactory.object("subscription")["id"] as! String
+            #expect(try await ledger.value("subscription", subscriptionID, "status") == "past_due")
+            let effects = try await ledger.inbox.list(.init()).map { "\($0.eventID):\($0.effect ?? "-")" }.sorted()
+            #expect(effects == ["evt_1:stale", "evt_2:applied"])
+        }
     }
 
-    @Test("A delivery that does not decode is stored pending for the applier, which retries it with backoff")
-    func undecodableIsQueued() async throws {
-        let ledger = try TestLedger()
-        let counter = QueuedCounter()
-        let committer = GroupCommitter(applier: ledger.applier, didCommit: { counter.add($0.queued) })
-        let body = Array(#"{"id":"evt_bad","object":"event","type":"invoice.paid","created":1,"data":{"object":{"id":"in_1","currency":7}}}"#.utf8)
-        #expect(try await committer.submit(EventFactory.delivery(body)) != .duplicate)
-        #expect(counter.total == 1)
-        #expect(try await ledger.inbox.list(.init()).map(\.status) == [.pending])
-        #expect(try await ledger.applier.drain().failed == 1)
+    @Test("A delivery that does not decode is stored pending for the applier, which retries it with backoff", arguments: StoreBackend.allCases)
+    func undecodableIsQueued(backend: StoreBackend) async throws {
+        try await withLedger(backend) { (ledger: LedgerUnderTest) async throws in
+            let counter = QueuedCounter()
+            let committer = GroupCommitter(applier: ledger.applier, didCommit: { counter.add($0.queued) })
+            let body = Array(#"{"id":"evt_bad","object":"event","type":"invoice.paid","created":1,"data":{"object":{"id":"in_1","currency":7}}}"#.utf8)
+            #expect(try await committer.submit(EventFactory.delivery(body)) != .duplicate)
+            #expect(counter.total == 1)
+            #expect(try await ledger.inbox.list(.init()).map(\.status) == [.pending])
+            #expect(try await ledger.applier.drain().failed == 1)
+        }
     }
 
     @Test("If a ledger write fails, the whole group is stored pending and nothing of it is half-applied")

@@ -229,63 +229,66 @@ struct LedgerOrderingTests {
         }
     }
 
-    @Test("Replay rebuilds exactly the live ledger")
-    func replayEqualsLive() async throws {
-        var random = SplitMix64(seed: 42)
-        let ledger = try TestLedger()
-        try await ledger.deliver(Self.inOrder.shuffled(using: &random))
-        let live = try await ledger.dump()
-        let pass = try await LedgerMaintenance(database: ledger.database).replay(applier: ledger.applier)
-        #expect(pass.processed == Self.inOrder.count)
-        #expect(try await ledger.dump() == live)
+    @Test("Replay rebuilds exactly the live ledger", arguments: StoreBackend.allCases)
+    func replayEqualsLive(backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            var random = SplitMix64(seed: 42)
+            try await ledger.deliver(Self.inOrder.shuffled(using: &random))
+            let live = try await ledger.dump()
+            let pass = try await ledger.maintenance.replay(applier: ledger.applier, progress: { _ in })
+            #expect(pass.processed == Self.inOrder.count)
+            #expect(try await ledger.dump() == live)
+        }
     }
 
-    @Test("A deleted object never comes back, whatever arrives after")
-    func tombstones() async throws {
-        let ledger = try TestLedger()
-        let customer = EventFactory.object("customer")
-        let id = customer["id"] as! String
-        try await ledger.deliver([EventFactory.event(id: "evt_del", type: "customer.deleted", created: 100, object: customer)])
-        var renamed = customer
-        renamed["name"] = "Back from the dead"
-        let pass = try await ledger.deliver([
-            EventFactory.event(id: "evt_old", type: "customer.updated", created: 50, object: renamed),
-            EventFactory.event(id: "evt_later", type: "customer.updated", created: 200, object: renamed),
-        ])
-        #expect(pass.stale == 2)
-        let row = try #require(try await ledger.row("customer", id: id))
-        #expect(row["vDeleted"] as Bool == true)
-        #expect(row["name"] as String? == "Ada Lovelace")
+    @Test("A deleted object never comes back, whatever arrives after", arguments: StoreBackend.allCases)
+    func tombstones(backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let customer = EventFactory.object("customer")
+            let id = customer["id"] as! String
+            try await ledger.deliver([EventFactory.event(id: "evt_del", type: "customer.deleted", created: 100, object: customer)])
+            var renamed = customer
+            renamed["name"] = "Back from the dead"
+            let pass = try await ledger.deliver([
+                EventFactory.event(id: "evt_old", type: "customer.updated", created: 50, object: renamed),
+                EventFactory.event(id: "evt_later", type: "customer.updated", created: 200, object: renamed),
+            ])
+            #expect(pass.stale == 2)
+            #expect(try await ledger.value("customer", id, "vDeleted") == "1")
+            #expect(try await ledger.value("customer", id, "name") == "Ada Lovelace")
+        }
     }
 
-    @Test("A poison event ends dead after bounded retries without blocking the events behind it")
-    func poisonEvent() async throws {
-        let ledger = try TestLedger(configuration: .init(maximumAttempts: 3, firstRetryDelay: .zero))
-        let poison = Array(#"{"id":"evt_poison","object":"event","type":"customer.subscription.updated","created":1,"livemode":false,"data":{"object":{"id":42,"status":["nonsense"]}}}"#.utf8)
-        let good = EventFactory.event(id: "evt_good", type: "customer.updated", created: 2, object: EventFactory.object("customer"))
-        let first = try await ledger.deliver([poison, good])
-        #expect(first.applied == 1)
-        #expect(first.failed == 1)
-        #expect(try await ledger.row("customer", id: "cus_TqW7mZ2xLp9Kna") != nil)
-        try await ledger.applier.drain()
-        try await ledger.applier.drain()
-        let events = try await ledger.inbox.list(.init(statuses: [.dead]))
-        #expect(events.map(\.eventID) == ["evt_poison"])
-        #expect(events.first?.attempts == 3)
-        #expect(events.first?.lastError?.contains("subscription") == true)
-        // An operator re-queues it; it fails again, but is back in the queue first.
-        #expect(try await ledger.inbox.retry(eventID: "evt_poison", account: nil, livemode: false))
-        #expect(try await ledger.inbox.list(.init(statuses: [.pending])).map(\.eventID) == ["evt_poison"])
+    @Test("A poison event ends dead after bounded retries without blocking the events behind it", arguments: StoreBackend.allCases)
+    func poisonEvent(backend: StoreBackend) async throws {
+        try await withLedger(backend, configuration: .init(maximumAttempts: 3, firstRetryDelay: .zero)) { ledger in
+            let poison = Array(#"{"id":"evt_poison","object":"event","type":"customer.subscription.updated","created":1,"livemode":false,"data":{"object":{"id":42,"status":["nonsense"]}}}"#.utf8)
+            let good = EventFactory.event(id: "evt_good", type: "customer.updated", created: 2, object: EventFactory.object("customer"))
+            let first = try await ledger.deliver([poison, good])
+            #expect(first.applied == 1)
+            #expect(first.failed == 1)
+            #expect(try await ledger.value("customer", "cus_TqW7mZ2xLp9Kna", "id") != nil)
+            try await ledger.applier.drain()
+            try await ledger.applier.drain()
+            let events = try await ledger.inbox.list(.init(statuses: [.dead]))
+            #expect(events.map(\.eventID) == ["evt_poison"])
+            #expect(events.first?.attempts == 3)
+            #expect(events.first?.lastError?.contains("subscription") == true)
+            // An operator re-queues it; it fails again, but is back in the queue first.
+            #expect(try await ledger.inbox.retry(eventID: "evt_poison", account: nil, livemode: false))
+            #expect(try await ledger.inbox.list(.init(statuses: [.pending])).map(\.eventID) == ["evt_poison"])
+        }
     }
 
-    @Test("Failed events wait for their backoff before the next try")
-    func backoff() async throws {
-        let ledger = try TestLedger(configuration: .init(maximumAttempts: 5, firstRetryDelay: .seconds(60)))
-        let poison = Array(#"{"id":"evt_p","object":"event","type":"invoice.paid","created":1,"data":{"object":{"id":"in_1","currency":7}}}"#.utf8)
-        try await ledger.deliver([poison])
-        let again = try await ledger.applier.drain()
-        #expect(again.processed == 0, "not due for about a minute")
-        let later = try await ledger.applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) + 120_000 })
-        #expect(later.processed == 1)
+    @Test("Failed events wait for their backoff before the next try", arguments: StoreBackend.allCases)
+    func backoff(backend: StoreBackend) async throws {
+        try await withLedger(backend, configuration: .init(maximumAttempts: 5, firstRetryDelay: .seconds(60))) { ledger in
+            let poison = Array(#"{"id":"evt_p","object":"event","type":"invoice.paid","created":1,"data":{"object":{"id":"in_1","currency":7}}}"#.utf8)
+            try await ledger.deliver([poison])
+            let again = try await ledger.applier.drain()
+            #expect(again.processed == 0, "not due for about a minute")
+            let later = try await ledger.applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) + 120_000 }, progress: { _ in })
+            #expect(later.processed == 1)
+        }
     }
 }

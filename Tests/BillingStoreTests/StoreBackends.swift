@@ -126,23 +126,9 @@ func withInbox(_ backend: StoreBackend, _ body: (InboxUnderTest) async throws ->
             failEveryPending: { try await InboxApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead }))
     case .postgres:
         try await PostgresTestDatabase.withStore { store in
-            // Until the PostgreSQL applier lands, the rows are set as SQLite's applier leaves an
-            // event after its last try: dead, one attempt, its error.
-            let client = store.client
             try await body(InboxUnderTest(
                 inbox: store.inbox,
-                failEveryPending: {
-                    let rows = try await client.query(
-                        """
-                        WITH failed AS (
-                            UPDATE inboxEvent SET status = \(InboxStatus.dead.rawValue), attempts = attempts + 1,
-                                lastError = 'the event holds no object', nextAttemptAt = NULL
-                            WHERE status = \(InboxStatus.pending.rawValue) RETURNING 1)
-                        SELECT count(*) FROM failed
-                        """)
-                    for try await count in rows.decode(Int.self) { return count }
-                    return 0
-                }))
+                failEveryPending: { try await store.applier(.init(maximumAttempts: 1)).drain().dead }))
         }
     }
 }

@@ -49,7 +49,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore.reconcile", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        let store = try global.openDatabase(settings)
+        let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
         var options = AppStoreReconciler.Options()
         options.dryRun = dryRun
@@ -134,7 +134,7 @@ struct AppStoreLookup: AsyncParsableCommand {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        let store = try global.openDatabase(settings)
+        let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
         let ledger = store.appStore
         var rows: [[String: any Sendable]] = []
@@ -211,7 +211,7 @@ struct AppStoreHistory: AsyncParsableCommand {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        let store = try global.openDatabase(settings)
+        let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
         for client in clients {
             let history: [AppStoreSignedTransaction]
@@ -286,7 +286,7 @@ struct AppStoreTestNotification: AsyncParsableCommand {
         let logger = global.logger("billingd.appstore", settings: settings)
         let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
-        let store = try global.openDatabase(settings)
+        let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
         let inbox = store.inbox
         let environment = client.configuration.environment

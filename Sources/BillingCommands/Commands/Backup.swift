@@ -11,6 +11,8 @@ struct Backup: AsyncParsableCommand {
             Uses SQLite's online backup, so the copy is consistent even while `serve` keeps writing. The copy is integrity-checked and fsynced under a temporary name and renamed into place only when complete.
 
             Restore: stop billingd, copy the backup over BILLINGD_DATABASE (remove the -wal and -shm files beside it), start billingd. Stripe redelivers what it could not deliver meanwhile for up to three days.
+
+            A PostgreSQL ledger (BILLINGD_DATABASE_URL) is backed up with pg_dump or the provider's snapshots: backup says so and exits 78.
             """)
 
     @Argument(help: ArgumentHelp("The file to write, e.g. /var/backups/billingd-2026-11-21.sqlite3.", valueName: "file"))
@@ -26,6 +28,10 @@ struct Backup: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
+        if let postgres = settings.databaseURL {
+            // A file copy of a PostgreSQL ledger is pg_dump's job: the store's own answer, without connecting.
+            throw CommandFailure.configuration(PostgresStoreError.backupIsPgDump(database: postgres.database).description)
+        }
         let store = try global.openDatabase(settings)
         defer { try? store.close() }
         let target = URL(fileURLWithPath: file).standardizedFileURL.path

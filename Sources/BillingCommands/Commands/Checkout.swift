@@ -95,19 +95,19 @@ struct Checkout: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let support = try BillingCommandSupport(global: global, label: "billingd.checkout")
-        defer { support.close() }
-        let input = try input(scope: support.scope)
-        let session = try await support.perform("checkout") {
-            try await support.actions.checkout(input, logger: support.logger)
-        }
-        if json {
-            print(Output.json([
-                "id": session.id, "url": session.url, "expires_at": session.expiresAt.map { $0 as Any } ?? NSNull(),
-                "customer": session.customer, "price": session.price, "customer_created": session.customerCreated,
-            ] as [String: Any]))
-        } else {
-            print(session.url)
+        try await BillingCommandSupport.with(global: global, label: "billingd.checkout") { support in
+            let input = try input(scope: support.scope)
+            let session = try await support.perform("checkout") {
+                try await support.actions.checkout(input, logger: support.logger)
+            }
+            if json {
+                print(Output.json([
+                    "id": session.id, "url": session.url, "expires_at": session.expiresAt.map { $0 as Any } ?? NSNull(),
+                    "customer": session.customer, "price": session.price, "customer_created": session.customerCreated,
+                ] as [String: Any]))
+            } else {
+                print(session.url)
+            }
         }
     }
 }
@@ -141,8 +141,16 @@ struct BillingCommandSupport {
         scope = ServiceScope.forAPIKey(isLive: settings.apiKeyIsLive)
     }
 
-    func close() {
-        try? store.close()
+    /// Runs `body` with the support of a command, and closes its store afterwards, whatever happened.
+    static func with(global: GlobalOptions, label: String, _ body: (BillingCommandSupport) async throws -> Void) async throws {
+        let support = try BillingCommandSupport(global: global, label: label)
+        do {
+            try await body(support)
+        } catch {
+            try? await support.store.close()
+            throw error
+        }
+        try? await support.store.close()
     }
 
     /// Runs an action; a ``BillingError`` is printed as `billingd COMMAND: message` and ends the

@@ -43,12 +43,12 @@ struct Portal: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let support = try BillingCommandSupport(global: global, label: "billingd.portal")
-        defer { support.close() }
-        let input = try input(scope: support.scope)
-        let session = try await support.perform("portal") {
-            try await support.actions.portal(input, logger: support.logger)
+        try await BillingCommandSupport.with(global: global, label: "billingd.portal") { support in
+            let input = try input(scope: support.scope)
+            let session = try await support.perform("portal") {
+                try await support.actions.portal(input, logger: support.logger)
+            }
+            print(json ? Output.json(["id": session.id, "url": session.url]) : session.url)
         }
-        print(json ? Output.json(["id": session.id, "url": session.url]) : session.url)
     }
 }

@@ -67,7 +67,7 @@ struct Reconcile: AsyncParsableCommand {
         // App Store reconcile rides along unless the run is about one connected account.
         let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]
         guard stripe != nil || !appStore.isEmpty else { throw CommandFailure.configuration(ReconcileError.noAPIKey.description) }
-        let store = try global.openDatabase(settings)
+        let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
 
         var stripeReport: ReconcileReport?

@@ -7,6 +7,8 @@ import Foundation
 struct CommandFailure: Error, CustomStringConvertible {
     /// The exit statuses, from BSD's sysexits where one fits.
     enum Kind: Int32 {
+        /// The command ran and the answer is no: a refusal, a run that could not complete.
+        case failed = 1
         /// The named object, event or file is not there (EX_NOINPUT).
         case notFound = 66
         /// A service the command talks to did not answer, e.g. `serve` for `trigger` (EX_UNAVAILABLE).

@@ -1,3 +1,4 @@
+import APITransport
 import AppStoreAPI
 import BillingCore
 import BillingStore
@@ -51,6 +52,10 @@ public struct BillingDaemon: Sendable {
     public init(settings: Settings, store: any LedgerStore, options: Options = .init(), logger: Logger) async throws {
         // The catalog first: a catalog error must not print after the local mode banner.
         let catalog = try settings.plansPath.map { path throws(PlanCatalogLoadError) in try PlanCatalogLoader.load(path: path) }
+        // Every transaction that changes the ledger keeps each touched user's announced view
+        // current, even without an app webhook URL, so that turning webhooks on later announces
+        // only later changes.
+        let store = store.announcing(.serviceViews(catalog: catalog ?? .freeOnly, endpoints: settings.appWebhookURLs))
 
         var secrets = settings.webhookSecrets
         let isLocal = secrets.isEmpty && options.local
@@ -69,9 +74,14 @@ public struct BillingDaemon: Sendable {
         let inbox = store.inbox
         let applier = ApplierService(
             applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), inbox: inbox, metrics: metrics, logger: logger)
+        let sender = try Self.outboxSender(settings, store: store, metrics: metrics, logger: logger)
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
-        // the applier instead of leaving them to its next look.
-        let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { applier.ingested($0) })
+        // the applier instead of leaving them to its next look; one that queued outbound events
+        // wakes the sender.
+        let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { ingested in
+            applier.ingested(ingested)
+            sender?.wake()
+        })
         // What can fail on the settings, before anything is started.
         let appStoreClients = try settings.appStoreClients(logger: logger)
         let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
@@ -92,6 +102,7 @@ public struct BillingDaemon: Sendable {
             }
         }
         services.append(.init(service: applier))
+        if let sender { services.append(.init(service: sender)) }
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
         let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
         let livemode = settings.apiKeyIsLive ?? false
@@ -188,6 +199,20 @@ public struct BillingDaemon: Sendable {
             configuration: .init(services: services, gracefulShutdownSignals: options.gracefulShutdownSignals, logger: logger))
     }
 
+    /// The outbox sender for BILLINGD_APP_WEBHOOK_URL; nil when it is not set.
+    static func outboxSender(_ settings: Settings, store: any LedgerStore, metrics: BillingMetrics, logger: Logger) throws -> OutboxSender? {
+        guard !settings.appWebhookURLs.isEmpty else { return nil }
+        let signer: StandardWebhookSigner
+        do { signer = try StandardWebhookSigner(secrets: settings.appWebhookSecrets) } catch {
+            throw SettingsError.invalid("BILLINGD_APP_WEBHOOK_SECRET", nil, error.description)
+        }
+        var configuration = OutboxSender.Configuration(signer: signer)
+        configuration.connectTimeout = settings.appWebhookConnectTimeout
+        configuration.timeout = settings.appWebhookTimeout
+        return OutboxSender(
+            store: store.outbox, transport: CurlTransport(maxConnections: 16), configuration: configuration, metrics: metrics, logger: logger)
+    }
+
     /// Runs every service until a graceful-shutdown signal, ``shutdown()`` or cancellation, and
     /// returns once each has stopped in reverse start order.
     public func run() async throws {
@@ -223,6 +248,7 @@ public struct BillingDaemon: Sendable {
         summary["reconcile"] = scheduled ? every(settings.reconcileInterval) : "off (no API credentials)"
         summary["events_sweep"] = stripe ? every(settings.eventsSweepInterval) : "off"
         summary["usage_report"] = stripe ? every(settings.usageReportInterval) : "off"
+        summary["app_webhooks"] = settings.appWebhookURLs.isEmpty ? "off" : "\(settings.appWebhookURLs.count) endpoint(s)"
         return summary
     }
 }

@@ -1,4 +1,5 @@
 import BillingCore
+import BillingStore
 import Foundation
 import Logging
 
@@ -6,6 +7,9 @@ import Logging
 /// named by `--config`. A variable set in the environment wins over the file.
 public struct Settings: Sendable {
     public var databasePath: String
+    /// The PostgreSQL ledger named by `BILLINGD_DATABASE_URL` (its password from the URL,
+    /// `BILLINGD_DATABASE_PASSWORD` or `BILLINGD_DATABASE_PASSWORD_FILE`); nil for SQLite.
+    public var databaseURL: PostgresConfiguration?
     public var host: String
     public var port: Int
     /// How long `serve` keeps an idle keep-alive connection open.
@@ -61,10 +65,20 @@ public struct Settings: Sendable {
     public var appStoreAPIBase: String?
     /// App Store Server API requests per second.
     public var appStoreRateLimit: Double
+    /// Where the outbox sends events for the app's backend; empty: outbound webhooks off.
+    public var appWebhookURLs: [String]
+    /// `whsec_` secrets that sign them; several during a rotation, each signs every message.
+    public var appWebhookSecrets: [String]
+    /// Connect timeout of one outbound webhook attempt.
+    public var appWebhookConnectTimeout: Duration
+    /// Total timeout of one outbound webhook attempt.
+    public var appWebhookTimeout: Duration
 
     /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
     public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
         ("BILLINGD_DATABASE", "./billingd.sqlite3", "SQLite file of the ledger"),
+        ("BILLINGD_DATABASE_URL", "none: SQLite", "postgres://USER@HOST:PORT/DB?sslmode=… (PostgreSQL store: not complete yet)"),
+        ("BILLINGD_DATABASE_PASSWORD", "none", "the PostgreSQL password (or BILLINGD_DATABASE_PASSWORD_FILE: a file holding it)"),
         ("BILLINGD_HOST", "127.0.0.1", "address serve listens on"),
         ("BILLINGD_PORT", "8080", "port serve listens on (0: a free one)"),
         ("BILLINGD_IDLE_TIMEOUT", "60s", "close a connection idle this long"),
@@ -97,6 +111,10 @@ public struct Settings: Sendable {
         ("APPSTORE_PRIVATE_KEY", "API off", "path of the .p8 key (chmod 600)"),
         ("APPSTORE_API_BASE", "Apple's", "App Store Server API base URL"),
         ("APPSTORE_RATE_LIMIT", "20", "App Store Server API requests/s"),
+        ("BILLINGD_APP_WEBHOOK_URL", "off", "the app's webhook URLs, comma-separated"),
+        ("BILLINGD_APP_WEBHOOK_SECRET", "required with URL", "whsec_ signing secrets, comma-separated"),
+        ("BILLINGD_APP_WEBHOOK_CONNECT_TIMEOUT", "5s", "connect timeout of one app webhook"),
+        ("BILLINGD_APP_WEBHOOK_TIMEOUT", "15s", "total timeout of one app webhook"),
     ]
 
     /// The settings as an aligned table for `--help`.
@@ -127,6 +145,17 @@ public struct Settings: Sendable {
             (value(key) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
         databasePath = value("BILLINGD_DATABASE") ?? "./billingd.sqlite3"
+        if let url = value("BILLINGD_DATABASE_URL") {
+            do {
+                databaseURL = try PostgresConfiguration(
+                    url: url, password: values["BILLINGD_DATABASE_PASSWORD"], passwordFile: value("BILLINGD_DATABASE_PASSWORD_FILE"))
+            } catch {
+                throw SettingsError.unusable(error.description)
+            }
+        } else if value("BILLINGD_DATABASE_PASSWORD") != nil || value("BILLINGD_DATABASE_PASSWORD_FILE") != nil {
+            throw SettingsError.missing(
+                "BILLINGD_DATABASE_URL", "A PostgreSQL password is set (BILLINGD_DATABASE_PASSWORD or _FILE) but no URL to use it with.")
+        }
         host = value("BILLINGD_HOST") ?? "127.0.0.1"
         if let port = value("BILLINGD_PORT") {
             guard let number = Int(port), (0...65535).contains(number) else {
@@ -223,6 +252,23 @@ public struct Settings: Sendable {
         eventsSweepInterval = try duration("BILLINGD_EVENTS_SWEEP_INTERVAL", default: .seconds(300), range: 30...86_400, allowOff: true)
         reconcileInterval = try duration("BILLINGD_RECONCILE_INTERVAL", default: .seconds(86_400), range: 300...(30 * 86_400), allowOff: true)
         usageReportInterval = try duration("BILLINGD_USAGE_REPORT_INTERVAL", default: .seconds(60), range: 5...86_400, allowOff: true)
+        appWebhookURLs = list("BILLINGD_APP_WEBHOOK_URL")
+        for url in appWebhookURLs where !(url.hasPrefix("https://") || url.hasPrefix("http://")) {
+            throw SettingsError.invalid("BILLINGD_APP_WEBHOOK_URL", url, "http:// or https:// URLs of the app's webhook endpoints, comma-separated")
+        }
+        appWebhookSecrets = list("BILLINGD_APP_WEBHOOK_SECRET")
+        if !appWebhookURLs.isEmpty {
+            guard !appWebhookSecrets.isEmpty else {
+                throw SettingsError.missing(
+                    "BILLINGD_APP_WEBHOOK_SECRET",
+                    "BILLINGD_APP_WEBHOOK_URL is set: set the secret that signs its webhooks (whsec_ and base64; `billingd outbox send-test --new-secret` prints one).")
+            }
+            do { _ = try StandardWebhookSigner(secrets: appWebhookSecrets) } catch {
+                throw SettingsError.invalid("BILLINGD_APP_WEBHOOK_SECRET", nil, error.description)
+            }
+        }
+        appWebhookConnectTimeout = try duration("BILLINGD_APP_WEBHOOK_CONNECT_TIMEOUT", default: .seconds(5), range: 1...300, allowOff: false)!
+        appWebhookTimeout = try duration("BILLINGD_APP_WEBHOOK_TIMEOUT", default: .seconds(15), range: 1...600, allowOff: false)!
 
         appStoreBundleID = value("APPSTORE_BUNDLE_ID")
         if let bundle = appStoreBundleID,
@@ -299,9 +345,19 @@ public struct Settings: Sendable {
     }
 
     /// Every configured secret value (webhook secrets, service API and metrics tokens, the Stripe
-    /// key), for the log handler to mask wherever one appears.
+    /// key, the database password), for the log handler to mask wherever one appears. The app's
+    /// webhook URLs are logged with each failed delivery: credentials in one (`user:password@`,
+    /// a `?token=` value) are masked too.
     public var secretValues: [String] {
-        webhookSecrets + apiTokens + [metricsToken, apiKey].compactMap { $0 }
+        webhookSecrets + apiTokens + appWebhookSecrets + appWebhookURLs.flatMap(Self.credentials(in:))
+            + [metricsToken, apiKey, databaseURL?.password?.value].compactMap { $0 }
+    }
+
+    /// The password and query values of a URL: what an endpoint's address may carry as a secret.
+    static func credentials(in url: String) -> [String] {
+        guard let components = URLComponents(string: url) else { return [] }
+        let values = [components.password] + (components.queryItems ?? []).map(\.value)
+        return values.compactMap { $0 }.filter { $0.utf8.count >= 8 }
     }
 
     /// Whether the API key is for live mode (nil without a key).
@@ -315,6 +371,8 @@ public enum SettingsError: Error, CustomStringConvertible {
     case invalid(_ name: String, _ value: String?, _ expected: String)
     case missing(_ name: String, _ hint: String)
     case configFile(_ path: String, _ problem: String)
+    /// A setting that parses but names something unusable; the message says which and why.
+    case unusable(_ message: String)
 
     public var description: String {
         switch self {
@@ -324,6 +382,8 @@ public enum SettingsError: Error, CustomStringConvertible {
             "\(name) is not set. \(hint)"
         case .configFile(let path, let problem):
             "Config file \(path): \(problem)"
+        case .unusable(let message):
+            message
         }
     }
 }

@@ -16,8 +16,10 @@ public struct AppStoreLedger: AppStoreLedgerStore {
     /// each becomes an inbox row (so that replay rebuilds it) applied at once, and its original
     /// transaction is tied to the user, unless another user owns it under the `keep` rule.
     public func record(_ reports: [AppStoreAppTransaction], receivedAt: Int64) async throws -> [AppStoreReportOutcome] {
-        try await database.writer.write { db in
+        let outbox = database.outbox
+        return try await database.writer.write { db in
             var outcomes: [AppStoreReportOutcome] = []
+            var touches = OutboxTouches()
             for report in reports {
                 let transaction = report.transaction
                 let environment = transaction.environment ?? AppStoreEnvironment.production.rawValue
@@ -40,11 +42,13 @@ public struct AppStoreLedger: AppStoreLedgerStore {
                 case .stored(let seq):
                     let effect = try AppStoreLedgerWriter.apply(.app(report), environment: environment, sourceID: report.eventID, db: db)
                     try InboxQueue.recordApplied(seq: seq, effect: effect, at: now, db: db)
+                    touches.add(.app(report), environment: environment)
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: false))
                 case .duplicate:
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: true))
                 }
             }
+            if let outbox { try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db) }
             return outcomes
         }
     }
@@ -55,7 +59,8 @@ public struct AppStoreLedger: AppStoreLedgerStore {
     /// carrying it are tied to the user; purchases made with it before it was remembered (on a
     /// device that never reached the app's backend) are tied now.
     public func accountToken(for user: String) async throws -> String {
-        try await database.writer.write { db in
+        let outbox = database.outbox
+        return try await database.writer.write { db in
             var namespace = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Self.namespaceKey])
             if namespace == nil {
                 var generator = SystemRandomNumberGenerator()
@@ -73,6 +78,12 @@ public struct AppStoreLedger: AppStoreLedgerStore {
                     SELECT environment, originalTransactionID, ?, 'account_token', appAccountToken
                     FROM appStoreSubscription WHERE appAccountToken = ?
                     """).execute(arguments: [user, token])
+                // Purchases tied just now may change the user's view, in either mode.
+                if db.changesCount > 0, let outbox {
+                    var touches = OutboxTouches()
+                    touches.users = [.init(scope: .test, user: user), .init(scope: ServiceScope(livemode: true), user: user)]
+                    try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
+                }
             }
             return token
         }

@@ -10,7 +10,7 @@ enum AppStoreLedgerReads {
         s.currency, s.inAppOwnershipType
         """
 
-    static func record(from row: UserLedgerColumns) -> AppStoreSubscriptionRecord? {
+    static func record(from row: some LedgerColumnReading) -> AppStoreSubscriptionRecord? {
         guard let original = row.string(0), let environment = row.string(1), let transaction = row.string(2),
             let product = row.string(3)
         else { return nil }
@@ -38,14 +38,19 @@ enum AppStoreLedgerReads {
         livemode ? "s.environment = 'Production'" : "s.environment <> 'Production'"
     }
 
+    /// Every App Store purchase tied to a user (the one binding) in one mode.
+    static func subscriptionsSQL(livemode: Bool) -> String {
+        """
+        SELECT \(recordColumns) FROM appStoreOwner o
+        JOIN appStoreSubscription s ON s.environment = o.environment AND s.originalTransactionID = o.originalTransactionID
+        WHERE o.appUserID = ? AND \(environmentsSQL(livemode: livemode)) AND s.transactionID IS NOT NULL
+        ORDER BY s.environment, s.originalTransactionID
+        """
+    }
+
     /// Every App Store purchase tied to `user` in one mode.
     static func subscriptions(of user: String, livemode: Bool, db: Database) throws -> [AppStoreSubscriptionRecord] {
-        let statement = try db.cachedStatement(sql: """
-            SELECT \(recordColumns) FROM appStoreOwner o
-            JOIN appStoreSubscription s ON s.environment = o.environment AND s.originalTransactionID = o.originalTransactionID
-            WHERE o.appUserID = ? AND \(environmentsSQL(livemode: livemode)) AND s.transactionID IS NOT NULL
-            ORDER BY s.environment, s.originalTransactionID
-            """)
+        let statement = try db.cachedStatement(sql: subscriptionsSQL(livemode: livemode))
         var records: [AppStoreSubscriptionRecord] = []
         try UserLedgerColumns.forEachRow(statement, arguments: [user]) { row in
             if let record = record(from: row) { records.append(record) }

@@ -61,8 +61,10 @@ public struct AppStoreReconciliation: AppStoreReconciliationStore {
     public func recordFetched(_ snapshots: [AppStoreServerSnapshot], environment: AppStoreEnvironment, receivedAt: Int64) async throws
         -> [ApplyEffect]
     {
-        try await database.writer.write { db in
+        let outbox = database.outbox
+        return try await database.writer.write { db in
             var effects: [ApplyEffect] = []
+            var touches = OutboxTouches()
             for snapshot in snapshots {
                 let original = snapshot.transaction.originalTransactionID
                 let delivery = InboxDelivery(
@@ -76,11 +78,13 @@ public struct AppStoreReconciliation: AppStoreReconciliationStore {
                     let effect = try AppStoreLedgerWriter.apply(
                         .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, db: db)
                     try InboxQueue.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
+                    if effect != .stale { touches.add(.server(snapshot), environment: environment.rawValue) }
                     effects.append(effect)
                 case .duplicate:
                     effects.append(.unchanged)
                 }
             }
+            if let outbox { try OutboxLedger.announce(touches, policy: outbox, now: receivedAt, db: db) }
             return effects
         }
     }

@@ -15,6 +15,16 @@ public struct LedgerDatabase: Sendable {
     public let path: String?
     /// Set by the first ``close()``: GRDB crashes on a pool closed twice.
     private let closed = ClosedFlag()
+    /// How this handle's ledger transactions announce changes of users' views to the outbox;
+    /// nil announces nothing (see ``announcing(_:)``).
+    package private(set) var outbox: OutboxPolicy?
+
+    /// The same database, its ledger transactions announcing under `policy` (nil: not at all).
+    public func announcing(_ policy: OutboxPolicy?) -> LedgerDatabase {
+        var copy = self
+        copy.outbox = policy
+        return copy
+    }
 
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
     /// - Parameter busyTimeout: how long a writer waits for another process (a cron

@@ -51,6 +51,7 @@ enum LedgerMigrations {
         registerServiceAPIMigrations(&migrator)
         registerAppStoreMigrations(&migrator)
         registerUsageMigrations(&migrator)
+        registerOutboxMigrations(&migrator)
         return migrator
     }
 }

@@ -21,6 +21,11 @@ public struct SQLiteLedgerStore: LedgerStore {
     public var appStore: any AppStoreLedgerStore { AppStoreLedger(database: database) }
     public var appStoreReconciliation: any AppStoreReconciliationStore { AppStoreReconciliation(database: database) }
     public var invoiceExports: any InvoiceExportStore { InvoiceExporter(database: database) }
+    public var outbox: any OutboxStore { OutboxLedger(database: database) }
+
+    public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
+        SQLiteLedgerStore(database: database.announcing(policy))
+    }
 
     public func checkWritable() async throws { try await database.checkWritable() }
     public func metaValue(_ key: String) async throws -> String? { try await database.metaValue(key) }

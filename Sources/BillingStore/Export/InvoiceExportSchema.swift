@@ -1,5 +1,3 @@
-import GRDB
-
 /// The export's columns: a stable, versioned schema. Adding, removing, renaming or reordering a
 /// column, or changing what one means, bumps ``version`` (and the README's table).
 public enum InvoiceExportSchema {
@@ -44,83 +42,90 @@ struct InvoiceSortKey: Sendable, Equatable {
     var livemode: Bool
 }
 
-/// The SQL that reads export rows: the invoices ordered by (created, id, account, livemode)
-/// through the `invoice_created` index, so they stream in order without a sort, and for the
-/// lines layout each invoice's lines in position order through invoiceLine's primary key.
+/// A value bound to an export query, whatever the backend.
+enum ExportBind: Sendable, Equatable {
+    case text(String)
+    case integer(Int64)
+    case boolean(Bool)
+}
+
+/// How the export's SQL differs between backends: how a parameter is written, and the collation
+/// that makes text sort by bytes (SQLite's default; PostgreSQL's depends on the database's locale).
+struct ExportSQLDialect: Sendable {
+    /// The `n`-th parameter (from 1).
+    let parameter: @Sendable (Int) -> String
+    /// Appended to a text column to sort and compare it by bytes.
+    let byteOrder: String
+    /// Appended to the sort's first column so that NULL sorts first (SQLite's default, which its
+    /// planner matches to the index only when left unsaid).
+    let nullsFirst: String
+
+    static let sqlite = ExportSQLDialect(parameter: { _ in "?" }, byteOrder: "", nullsFirst: "")
+    static let postgres = ExportSQLDialect(parameter: { "$\($0)" }, byteOrder: #" COLLATE "C""#, nullsFirst: " NULLS FIRST")
+}
+
+/// The SQL that reads export rows: the invoices ordered by (created, id, account, livemode) —
+/// NULL `created` first, text by bytes — through the `invoice_created` index, so they stream in
+/// order without a sort, and for the lines layout each invoice's lines in position order through
+/// invoiceLine's primary key. The same statement on every backend, in its ``ExportSQLDialect``.
 enum InvoiceExportQuery {
-    /// Indices of the invoice statement's columns.
-    enum Column {
-        static let account = 0, livemode = 1, id = 2, number = 3, status = 4, customer = 5, customerEmail = 6,
-            customerName = 7, appUser = 8, subscription = 9, currency = 10, subtotal = 11, discount = 12, tax = 13,
-            total = 14, amountDue = 15, amountPaid = 16, amountRemaining = 17, created = 18, finalizedAt = 19,
-            paidAt = 20, voidedAt = 21, markedUncollectibleAt = 22, periodStart = 23, periodEnd = 24, dueDate = 25,
-            billingReason = 26, collectionMethod = 27, hostedInvoiceURL = 28, invoicePDF = 29, needsRefetch = 30
-    }
-
-    /// Indices of the line statement's columns.
-    enum LineColumn {
-        static let position = 0, id = 1, description = 2, quantity = 3, amount = 4, currency = 5, periodStart = 6,
-            periodEnd = 7, price = 8, subscription = 9, proration = 10
-    }
-
     /// The lines of one invoice (account, livemode, invoice id), in position order.
-    static let linesSQL = """
-        SELECT position, id, description, quantity, amount, currency, periodStart, periodEnd, price, subscription, proration
-        FROM invoiceLine WHERE account = ? AND livemode = ? AND invoice = ? ORDER BY position
-        """
+    static let linesColumns = "position, id, description, quantity, amount, currency, periodStart, periodEnd, price, subscription, proration"
 
-    /// The invoice statement's SQL and arguments: every matching invoice when `limit` is nil
-    /// (one cursor), else the next `limit` invoices after `after` (one page).
-    static func sql(_ request: InvoiceExportRequest, after: InvoiceSortKey? = nil, limit: Int? = nil) -> (String, StatementArguments) {
-        var conditions = ["i.vDeleted = 0", "i.livemode = ?"]
-        var arguments: StatementArguments = [request.livemode]
+    /// The invoice statement's SQL and binds: every matching invoice when `limit` is nil (one
+    /// cursor), else the next `limit` invoices after `after` (one page).
+    static func sql(
+        _ request: InvoiceExportRequest, after: InvoiceSortKey? = nil, limit: Int? = nil, dialect: ExportSQLDialect
+    ) -> (String, [ExportBind]) {
+        var binds: [ExportBind] = []
+        func bind(_ value: ExportBind) -> String {
+            binds.append(value)
+            return dialect.parameter(binds.count)
+        }
+        let c = dialect.byteOrder
+        var conditions = ["NOT i.vDeleted", "i.livemode = \(bind(.boolean(request.livemode)))"]
         if let from = request.createdFrom {
-            conditions.append("i.created >= ?")
-            arguments += [from]
+            conditions.append("i.created >= \(bind(.integer(from)))")
         }
         if let before = request.createdBefore {
-            conditions.append("i.created < ?")
-            arguments += [before]
+            conditions.append("i.created < \(bind(.integer(before)))")
         }
         if !request.statuses.isEmpty {
-            conditions.append("i.status IN (\(Array(repeating: "?", count: request.statuses.count).joined(separator: ", ")))")
-            arguments += StatementArguments(request.statuses)
+            conditions.append("i.status IN (\(request.statuses.map { bind(.text($0)) }.joined(separator: ", ")))")
         }
         if let customer = request.customer {
-            conditions.append("i.customer = ?")
-            arguments += [customer]
+            conditions.append("i.customer = \(bind(.text(customer)))")
         }
         if let currency = request.currency {
-            conditions.append("i.currency = ? COLLATE NOCASE")
-            arguments += [currency.lowercased()]
+            conditions.append("lower(i.currency) = \(bind(.text(currency.lowercased())))")
         }
         if let account = request.account {
-            conditions.append("i.account = ?")
-            arguments += [account]
+            conditions.append("i.account = \(bind(.text(account)))")
         }
         if let user = request.appUser {
             conditions.append("""
                 (i.account, i.livemode, i.customer) IN (
-                    SELECT account, livemode, id FROM customer WHERE appUserID = ?
-                    UNION SELECT account, livemode, customer FROM userLink WHERE appUserID = ?)
+                    SELECT account, livemode, id FROM customer WHERE appUserID = \(bind(.text(user)))
+                    UNION SELECT account, livemode, customer FROM userLink WHERE appUserID = \(bind(.text(user))))
                 """)
-            arguments += [user, user]
         }
         if let after {
             if let created = after.created {
-                conditions.append("(i.created, i.id, i.account, i.livemode) > (?, ?, ?, ?)")
-                arguments += [created, after.id, after.account, after.livemode]
+                conditions.append(
+                    "(i.created, i.id\(c), i.account\(c), i.livemode) > (\(bind(.integer(created))), \(bind(.text(after.id))), "
+                        + "\(bind(.text(after.account))), \(bind(.boolean(after.livemode))))")
             } else {
-                // SQLite sorts NULL first: after a NULL-created invoice come the other
-                // NULL-created ones with a greater key, then every dated invoice.
-                conditions.append("(i.created IS NOT NULL OR (i.id, i.account, i.livemode) > (?, ?, ?))")
-                arguments += [after.id, after.account, after.livemode]
+                // NULL sorts first: after a NULL-created invoice come the other NULL-created ones
+                // with a greater key, then every dated invoice.
+                conditions.append(
+                    "(i.created IS NOT NULL OR (i.id\(c), i.account\(c), i.livemode) > (\(bind(.text(after.id))), "
+                        + "\(bind(.text(after.account))), \(bind(.boolean(after.livemode)))))")
             }
         }
         let sql = """
             SELECT i.account, i.livemode, i.id, i.number, i.status, i.customer,
                 COALESCE(i.customerEmail, c.email), COALESCE(i.customerName, c.name),
-                COALESCE(c.appUserID, (SELECT MIN(u.appUserID) FROM userLink u
+                COALESCE(c.appUserID, (SELECT MIN(u.appUserID\(c)) FROM userLink u
                     WHERE u.account = i.account AND u.livemode = i.livemode AND u.customer = i.customer)),
                 i.subscription, i.currency, i.subtotal, i.discount, i.tax, i.total, i.amountDue, i.amountPaid,
                 i.amountRemaining, i.created, i.finalizedAt, i.paidAt, i.voidedAt, i.markedUncollectibleAt,
@@ -129,9 +134,9 @@ enum InvoiceExportQuery {
             FROM invoice i
             LEFT JOIN customer c ON c.account = i.account AND c.livemode = i.livemode AND c.id = i.customer
             WHERE \(conditions.joined(separator: " AND "))
-            ORDER BY i.created, i.id, i.account, i.livemode
+            ORDER BY i.created\(dialect.nullsFirst), i.id\(c), i.account\(c), i.livemode
             \(limit.map { "LIMIT \($0)" } ?? "")
             """
-        return (sql, arguments)
+        return (sql, binds)
     }
 }

@@ -14,11 +14,6 @@ public struct InvoiceExporter: InvoiceExportStore {
         self.database = database
     }
 
-    /// Bytes buffered before they are handed to the destination.
-    static let flushThreshold = 256 * 1024
-    /// Rows between cancellation checks and progress reports.
-    static let checkpointInterval = 4096
-
     /// Writes the whole export to `destination` from one read transaction, so that it is one
     /// consistent snapshot of the ledger even while `serve` keeps applying events.
     /// - Parameter progress: called with the number of rows written so far, every few thousand rows.
@@ -28,214 +23,84 @@ public struct InvoiceExporter: InvoiceExportStore {
     ) async throws -> InvoiceExportSummary {
         try request.validate()
         return try await database.writer.read { db in
-            var summary = InvoiceExportSummary(request: request)
-            var encoder = Self.startEncoder(request)
-            let (sql, arguments) = InvoiceExportQuery.sql(request)
-            let cursor = try Row.fetchCursor(try db.makeStatement(sql: sql), arguments: arguments)
-            _ = try Self.encode(cursor, db: db, request: request, encoder: &encoder, summary: &summary) { rows, encoder in
-                if cancellation?.isCancelled == true { throw InvoiceExportError.interrupted }
-                progress?(rows)
-                if encoder.bytes.count >= Self.flushThreshold {
-                    try destination.write(encoder.bytes)
-                    encoder.bytes.removeAll(keepingCapacity: true)
-                }
-            }
-            try destination.write(encoder.bytes)
-            return summary
+            var writer = InvoiceExportWriter(request, starting: true)
+            let (sql, binds) = InvoiceExportQuery.sql(request, dialect: .sqlite)
+            let cursor = try Row.fetchCursor(try db.makeStatement(sql: sql), arguments: Self.arguments(binds))
+            try Self.encode(
+                cursor, db: db, into: &writer,
+                checkpoint: InvoiceExportWriter.flushing(to: destination, cancellation: cancellation, progress: progress))
+            try destination.write(writer.encoder.bytes)
+            return writer.summary
         }
     }
 
     /// Streams the export for an async consumer (the HTTP API): pages of at most
-    /// `invoicesPerPage` invoices (fewer once a page holds ``flushThreshold`` bytes), each read in
-    /// its own short transaction and handed to `write` before the next is read, so a slow client
-    /// holds no snapshot open and memory stays flat.
+    /// `invoicesPerPage` invoices (fewer once a page holds ``InvoiceExportWriter/flushThreshold``
+    /// bytes), each read in its own short transaction and handed to `write` before the next is
+    /// read, so a slow client holds no snapshot open and memory stays flat.
     /// Pages follow the sort key, so no invoice is skipped or repeated while the ledger changes;
     /// each row is the invoice as it was when its page was read.
     public func stream(
         _ request: InvoiceExportRequest, invoicesPerPage: Int = 1000, write: ([UInt8]) async throws -> Void
     ) async throws -> InvoiceExportSummary {
-        try request.validate()
-        precondition(invoicesPerPage > 0)
-        var summary = InvoiceExportSummary(request: request)
-        var after: InvoiceSortKey?
-        var first = true
-        while true {
-            let page = try await database.writer.read { [summary, after, first] db in
-                var summary = summary
-                var encoder = first ? Self.startEncoder(request) : Self.encoder(request)
-                let (sql, arguments) = InvoiceExportQuery.sql(request, after: after, limit: invoicesPerPage)
-                let cursor = try Row.fetchCursor(try db.makeStatement(sql: sql), arguments: arguments)
-                let invoicesBefore = summary.invoices
-                let last = try Self.encode(
-                    cursor, db: db, request: request, encoder: &encoder, summary: &summary, stopAtBytes: Self.flushThreshold
-                ) { _, _ in }
-                let full = summary.invoices - invoicesBefore == invoicesPerPage || encoder.bytes.count >= Self.flushThreshold
-                return (bytes: encoder.bytes, summary: summary, last: last, full: full)
+        try await InvoiceExportWriter.stream(request, invoicesPerPage: invoicesPerPage, readPage: { writer in
+            try await database.writer.read { db in
+                var writer = writer
+                let (sql, binds) = InvoiceExportQuery.sql(request, after: writer.last, limit: invoicesPerPage, dialect: .sqlite)
+                let cursor = try Row.fetchCursor(try db.makeStatement(sql: sql), arguments: Self.arguments(binds))
+                try Self.encode(cursor, db: db, into: &writer, stopWhenFull: true) { _, _ in }
+                return writer
             }
-            summary = page.summary
-            first = false
-            if !page.bytes.isEmpty { try await write(page.bytes) }
-            guard page.full, let last = page.last else { return summary }
-            after = last
-        }
+        }, write: write)
     }
 
-    private static func encoder(_ request: InvoiceExportRequest) -> ExportRowEncoder {
-        ExportRowEncoder(
-            format: request.format, columns: InvoiceExportSchema.columns(request.layout),
-            capacity: flushThreshold + 64 * 1024)
-    }
-
-    /// An encoder that has written what starts the output: the byte order mark and the CSV header.
-    private static func startEncoder(_ request: InvoiceExportRequest) -> ExportRowEncoder {
-        var encoder = encoder(request)
-        if request.byteOrderMark { encoder.bytes.append(contentsOf: ExportRowEncoder.byteOrderMark) }
-        encoder.header()
-        return encoder
-    }
-
-    /// Encodes the invoices of the cursor — with its lines, one row each, in the lines layout —
-    /// and adds them to the summary; calls `checkpoint` with the number of rows so far every
-    /// ``checkpointInterval`` rows. Stops after the invoice that brings the encoded bytes to
-    /// `stopAtBytes`, if given. Returns the last invoice's key.
+    /// Encodes the invoices of the cursor, each with its lines in the lines layout; with
+    /// `stopWhenFull`, stops after the invoice that fills the writer's buffer.
     private static func encode(
-        _ cursor: RowCursor, db: Database, request: InvoiceExportRequest, encoder: inout ExportRowEncoder,
-        summary: inout InvoiceExportSummary, stopAtBytes: Int? = nil,
+        _ cursor: RowCursor, db: Database, into writer: inout InvoiceExportWriter, stopWhenFull: Bool = false,
         checkpoint: (Int, inout ExportRowEncoder) throws -> Void
-    ) throws -> InvoiceSortKey? {
-        typealias Column = InvoiceExportQuery.Column
-        typealias LineColumn = InvoiceExportQuery.LineColumn
-        let linesStatement = request.layout == .lines ? try db.makeStatement(sql: InvoiceExportQuery.linesSQL) : nil
-        let invoiceColumnCount = InvoiceExportSchema.invoiceColumns.count
-        // The invoice's encoded columns, which each of its lines repeats without re-encoding.
-        var invoiceFields: [UInt8] = []
-        var last: InvoiceSortKey?
-        var currencyCode = ""
-        var currencyIndex = -1
-        var rowsSinceCheckpoint = 0
-
+    ) throws {
+        let linesStatement = writer.request.layout == .lines
+            ? try db.makeStatement(
+                sql: "SELECT \(InvoiceExportQuery.linesColumns) FROM invoiceLine WHERE account = ? AND livemode = ? AND invoice = ? ORDER BY position")
+            : nil
         while let row = try cursor.next() {
-            let key = InvoiceSortKey(
-                created: optionalInteger(row, Column.created), id: row[Column.id], account: row[Column.account],
-                livemode: row[Column.livemode])
-            last = key
-
-            // The currency's totals; rows of one currency usually follow each other.
-            let code = lowercased(row[Column.currency])
-            if code != currencyCode || currencyIndex < 0 {
-                currencyCode = code
-                currencyIndex = summary.totalsIndex(code)
+            let invoice = invoiceRow(row)
+            let lines = try linesStatement.map {
+                try Row.fetchCursor($0, arguments: [invoice.key.account, invoice.key.livemode, invoice.key.id])
             }
-            let exponent = summary.currencies[currencyIndex].currency.exponent
-            summary.invoices += 1
-            if row[Column.needsRefetch] as Bool { summary.invoicesNeedingRefetch += 1 }
-            summary.currencies[currencyIndex].add(
-                subtotal: row[Column.subtotal], discount: row[Column.discount], tax: row[Column.tax],
-                total: row[Column.total], amountDue: row[Column.amountDue], amountPaid: row[Column.amountPaid],
-                amountRemaining: row[Column.amountRemaining])
+            try writer.add(invoice, nextLine: { try lines?.next().map(lineRow) }, checkpoint: checkpoint)
+            if stopWhenFull, writer.isFull { break }
+        }
+    }
 
-            encoder.beginRow()
-            let start = encoder.bytes.count
-            encodeInvoice(row, key: key, currency: code, exponent: exponent, into: &encoder)
-            var rows = 1
-            if let linesStatement {
-                invoiceFields.removeAll(keepingCapacity: true)
-                invoiceFields.append(contentsOf: encoder.bytes[start...])
-                let lines = try Row.fetchCursor(linesStatement, arguments: [key.account, key.livemode, key.id])
-                rows = 0
-                while let line = try lines.next() {
-                    if rows > 0 {
-                        encoder.endRow()
-                        summary.rows += 1
-                        // An invoice with very many lines is flushed between its rows too.
-                        if encoder.bytes.count >= flushThreshold { try checkpoint(summary.rows, &encoder) }
-                        encoder.beginRow()
-                        encoder.appendEncodedFields(invoiceFields, count: invoiceColumnCount)
-                    }
-                    rows += 1
-                    let amount: Int64 = line[LineColumn.amount]
-                    let lineCurrency = line.hasNull(atIndex: LineColumn.currency) ? code : lowercased(line[LineColumn.currency])
-                    encoder.integer(line[LineColumn.position] as Int64)
-                    text(line, LineColumn.id, &encoder)
-                    text(line, LineColumn.description, &encoder)
-                    encoder.integer(optionalInteger(line, LineColumn.quantity))
-                    encoder.amount(amount, exponent: lineCurrency == code ? exponent : Currency.exponent(of: lineCurrency))
-                    encoder.text(lineCurrency)
-                    encoder.time(optionalInteger(line, LineColumn.periodStart))
-                    encoder.time(optionalInteger(line, LineColumn.periodEnd))
-                    text(line, LineColumn.price, &encoder)
-                    text(line, LineColumn.subscription, &encoder)
-                    encoder.boolean(line[LineColumn.proration] as Bool)
-                    summary.currencies[currencyIndex].lines += 1
-                    summary.currencies[currencyIndex].lineAmount += Int128(amount)
-                }
-                if rows == 0 {
-                    // An invoice whose lines the ledger does not have still gets its row.
-                    for _ in InvoiceExportSchema.lineColumns { encoder.null() }
-                    rows = 1
-                }
+    static func arguments(_ binds: [ExportBind]) -> StatementArguments {
+        StatementArguments(binds.map { bind -> (any DatabaseValueConvertible) in
+            switch bind {
+            case .text(let value): value
+            case .integer(let value): value
+            case .boolean(let value): value
             }
-            encoder.endRow()
-            summary.rows += 1
-
-            rowsSinceCheckpoint += rows
-            if rowsSinceCheckpoint >= checkpointInterval || encoder.bytes.count >= flushThreshold {
-                rowsSinceCheckpoint = 0
-                try checkpoint(summary.rows, &encoder)
-            }
-            if let stopAtBytes, encoder.bytes.count >= stopAtBytes { break }
-        }
-        return last
+        })
     }
 
-    /// The invoice's columns of a row, in the schema's order.
-    private static func encodeInvoice(
-        _ row: Row, key: InvoiceSortKey, currency: String, exponent: Int, into encoder: inout ExportRowEncoder
-    ) {
-        typealias Column = InvoiceExportQuery.Column
-        encoder.integer(Int64(InvoiceExportSchema.version))
-        encoder.text(key.id)
-        text(row, Column.number, &encoder)
-        text(row, Column.status, &encoder)
-        text(row, Column.customer, &encoder)
-        text(row, Column.customerEmail, &encoder)
-        text(row, Column.customerName, &encoder)
-        text(row, Column.appUser, &encoder)
-        text(row, Column.subscription, &encoder)
-        encoder.text(currency)
-        encoder.integer(Int64(exponent))
-        for column in [
-            Column.subtotal, Column.discount, Column.tax, Column.total, Column.amountDue, Column.amountPaid,
-            Column.amountRemaining,
-        ] {
-            encoder.amount(row[column], exponent: exponent)
-        }
-        encoder.time(key.created)
-        for column in [
-            Column.finalizedAt, Column.paidAt, Column.voidedAt, Column.markedUncollectibleAt, Column.periodStart,
-            Column.periodEnd, Column.dueDate,
-        ] {
-            encoder.time(optionalInteger(row, column))
-        }
-        text(row, Column.billingReason, &encoder)
-        text(row, Column.collectionMethod, &encoder)
-        text(row, Column.hostedInvoiceURL, &encoder)
-        text(row, Column.invoicePDF, &encoder)
-        encoder.boolean(key.livemode)
-        encoder.text(key.account)
+    /// An invoice row from the columns of ``InvoiceExportQuery/sql(_:after:limit:dialect:)``, in order.
+    private static func invoiceRow(_ row: Row) -> InvoiceExportRow {
+        InvoiceExportRow(
+            key: InvoiceSortKey(created: row[18], id: row[2], account: row[0], livemode: row[1]),
+            number: row[3], status: row[4], customer: row[5], customerEmail: row[6], customerName: row[7], appUser: row[8],
+            subscription: row[9], currency: row[10], subtotal: row[11], discount: row[12], tax: row[13], total: row[14],
+            amountDue: row[15], amountPaid: row[16], amountRemaining: row[17], finalizedAt: row[19], paidAt: row[20],
+            voidedAt: row[21], markedUncollectibleAt: row[22], periodStart: row[23], periodEnd: row[24], dueDate: row[25],
+            billingReason: row[26], collectionMethod: row[27], hostedInvoiceURL: row[28], invoicePDF: row[29],
+            needsRefetch: row[30])
     }
 
-    /// Stripe writes currency codes in lowercase; a ledger written otherwise is normalised.
-    private static func lowercased(_ code: String) -> String {
-        code.utf8.contains { (0x41...0x5A).contains($0) } ? code.lowercased() : code
-    }
-
-    private static func text(_ row: Row, _ column: Int, _ encoder: inout ExportRowEncoder) {
-        encoder.text(row.hasNull(atIndex: column) ? nil : row[column] as String)
-    }
-
-    private static func optionalInteger(_ row: Row, _ column: Int) -> Int64? {
-        row.hasNull(atIndex: column) ? nil : row[column] as Int64
+    /// A line row from the columns of ``InvoiceExportQuery/linesColumns``, in order.
+    private static func lineRow(_ row: Row) -> InvoiceLineExportRow {
+        InvoiceLineExportRow(
+            position: row[0], id: row[1], description: row[2], quantity: row[3], amount: row[4], currency: row[5],
+            periodStart: row[6], periodEnd: row[7], price: row[8], subscription: row[9], proration: row[10])
     }
 }
 

@@ -5,6 +5,11 @@ extension InboxApplier {
     /// Decodes a delivery for ``ingest(_:now:)`` on the caller's task: the decoding of
     /// concurrent deliveries then runs on every core, and the one writer only writes.
     public func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
+        Self.prepared(delivery)
+    }
+
+    /// A delivery decoded for a group commit, on either backend.
+    static func prepared(_ delivery: InboxDelivery) -> PreparedDelivery {
         let envelope = delivery.envelope
         return PreparedDelivery(
             delivery: delivery,
@@ -34,6 +39,7 @@ extension InboxApplier {
     private func storeApplying(_ batch: [PreparedDelivery], now: Int64, db: Database) throws -> IngestResult {
         var ingested = IngestResult()
         ingested.outcomes.reserveCapacity(batch.count)
+        var touches = OutboxTouches()
         for prepared in batch {
             let delivery = prepared.delivery
             let envelope = delivery.envelope
@@ -56,12 +62,16 @@ extension InboxApplier {
                 let applied = try Self.applyToLedger(
                     prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode, db: db)
                 (status, effect) = (.applied, applied)
+                if applied != .stale, database.outbox != nil {
+                    Self.touch(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode, into: &touches)
+                }
                 if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
             }
             ingested.pass.processed += 1
             countVersion(envelope.apiVersion, in: &ingested.pass)
             ingested.outcomes.append(try InboxQueue.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
         }
+        if let policy = database.outbox { try OutboxLedger.announce(touches, policy: policy, now: now, db: db) }
         return ingested
     }
 }

@@ -16,7 +16,7 @@ public struct InboxApplier: EventApplier {
         self.configuration = configuration
     }
 
-    private typealias DueEvent = InboxQueue.DueEvent
+    typealias DueEvent = InboxQueue.DueEvent
 
     /// The outcome of decoding one event, computed outside the write transaction.
     enum Decoded: Sendable {
@@ -71,7 +71,7 @@ public struct InboxApplier: EventApplier {
     }
 
     /// Decodes a batch on as many cores as there are, keeping its order.
-    private static func decodeConcurrently(_ events: [DueEvent]) async -> [Decoded] {
+    static func decodeConcurrently(_ events: [DueEvent]) async -> [Decoded] {
         let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, events.count / 64))
         if parts <= 1 { return events.map(decode) }
         let size = (events.count + parts - 1) / parts
@@ -151,13 +151,12 @@ public struct InboxApplier: EventApplier {
 
     /// Counts an event of another API version than the configured one.
     func countVersion(_ version: String?, in pass: inout ApplyPass) {
-        guard let version, version != configuration.apiVersion else { return }
-        pass.otherAPIVersion += 1
-        pass.apiVersions[version, default: 0] += 1
+        configuration.countVersion(version, in: &pass)
     }
 
     private func apply(due: [DueEvent], decoded: [Decoded], now: Int64, isolated: Bool, db: Database) throws -> ApplyPass {
         var pass = ApplyPass()
+        var touches = OutboxTouches()
         for (event, outcome) in zip(due, decoded) {
             pass.processed += 1
             countVersion(event.apiVersion, in: &pass)
@@ -182,6 +181,9 @@ public struct InboxApplier: EventApplier {
                     }
                     try InboxQueue.recordDone(seq: event.seq, status: .applied, effect: effect, at: now, db: db)
                     if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }
+                    if effect != .stale, database.outbox != nil {
+                        Self.touch(outcome, account: event.account, livemode: event.livemode, into: &touches)
+                    }
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
                     // the batch with each event isolated.
@@ -192,22 +194,50 @@ public struct InboxApplier: EventApplier {
                 failure = reason
             }
             if let failure {
-                let attempts = event.attempts + 1
-                let isDead = attempts >= configuration.maximumAttempts
-                let retryAt: Int64? = isDead ? nil : now + retryDelayMilliseconds(afterAttempt: attempts)
+                let (attempts, retryAt) = configuration.failure(afterAttempts: event.attempts, now: now)
                 try InboxQueue.recordFailure(seq: event.seq, attempts: attempts, error: failure, retryAt: retryAt, at: now, db: db)
-                if isDead { pass.dead += 1 } else { pass.failed += 1 }
+                if retryAt == nil { pass.dead += 1 } else { pass.failed += 1 }
             }
         }
+        if let policy = database.outbox { try OutboxLedger.announce(touches, policy: policy, now: now, db: db) }
         return pass
+    }
+
+    /// Notes the users whose view a decoded event that changed the ledger may have changed.
+    static func touch(_ decoded: Decoded, account: String, livemode: Bool, into touches: inout OutboxTouches) {
+        switch decoded {
+        case .snapshot(let snapshot): touches.add(snapshot, account: account, livemode: livemode)
+        case .appStore(let delivery): touches.add(delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account))
+        case .recordOnly, .ignored, .failure: break
+        }
     }
 
     /// Exponential backoff with ±20 % jitter, capped.
     func retryDelayMilliseconds(afterAttempt attempt: Int) -> Int64 {
-        let first = Double(configuration.firstRetryDelay.components.seconds) * 1000
-            + Double(configuration.firstRetryDelay.components.attoseconds) / 1e15
-        let cap = Double(configuration.maximumRetryDelay.components.seconds) * 1000
+        configuration.retryDelayMilliseconds(afterAttempt: attempt)
+    }
+}
+
+extension ApplierConfiguration {
+    /// Exponential backoff with ±20 % jitter, capped.
+    func retryDelayMilliseconds(afterAttempt attempt: Int) -> Int64 {
+        let first = Double(firstRetryDelay.components.seconds) * 1000 + Double(firstRetryDelay.components.attoseconds) / 1e15
+        let cap = Double(maximumRetryDelay.components.seconds) * 1000
         let base = min(cap, first * pow(2, Double(max(0, attempt - 1))))
         return Int64(base * Double.random(in: 0.8...1.2))
+    }
+
+    /// What a failed try leaves: the attempts so far and, unless the event is now dead, when it
+    /// is tried next.
+    func failure(afterAttempts previous: Int, now: Int64) -> (attempts: Int, retryAt: Int64?) {
+        let attempts = previous + 1
+        return (attempts, attempts >= maximumAttempts ? nil : now + retryDelayMilliseconds(afterAttempt: attempts))
+    }
+
+    /// Counts an event of another API version than the configured one.
+    func countVersion(_ version: String?, in pass: inout ApplyPass) {
+        guard let version, version != apiVersion else { return }
+        pass.otherAPIVersion += 1
+        pass.apiVersions[version, default: 0] += 1
     }
 }

@@ -18,6 +18,11 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
             for table in LedgerMigrations.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
             try InboxQueue.requeueEverything(db: db)
         }
+        // Replay announces nothing, whatever store the applier came from.
+        var applier = applier
+        if let inboxApplier = applier as? InboxApplier, inboxApplier.database.outbox != nil {
+            applier = InboxApplier(database: inboxApplier.database.announcing(nil), configuration: inboxApplier.configuration)
+        }
         return try await applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) }, progress: { progress($0.processed) })
     }
 
@@ -75,7 +80,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
                 let columns = try db.columns(in: table).map(\.name)
                 let order = columns.prefix(4).joined(separator: ", ")
                 for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY \(order)") {
-                    lines.append(table + " " + columns.map { "\($0)=\(row[$0] as DatabaseValue)" }.joined(separator: " "))
+                    lines.append(LedgerRows.dumpLine(table: table, columns.map { ($0, LedgerValue(row[$0] as DatabaseValue)) }))
                 }
             }
             return lines.joined(separator: "\n")
@@ -85,15 +90,27 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
     /// A row as the service API writes JSON: snake_case keys (`app_user_id`, `v_deleted`), and
     /// the table's BOOLEAN columns as true/false rather than SQLite's 0/1.
     static func dictionary(_ row: Row, skipping: Set<String>, booleans: Set<String> = []) -> [String: any Sendable] {
+        dictionary(
+            row.map { column, value -> (name: String, value: LedgerValue) in
+                let value = LedgerValue(value)
+                if booleans.contains(column), case .integer(let number) = value { return (column, .boolean(number != 0)) }
+                return (column, value)
+            },
+            skipping: skipping)
+    }
+
+    /// Named values as the service API writes JSON, on either backend: snake_case keys, booleans
+    /// as true/false, blobs in base64.
+    static func dictionary(_ columns: [(name: String, value: LedgerValue)], skipping: Set<String>) -> [String: any Sendable] {
         var result: [String: any Sendable] = [:]
-        for (column, value) in row where !skipping.contains(column) {
+        for (column, value) in columns where !skipping.contains(column) {
             let key = snakeCase(column)
-            switch value.storage {
+            switch value {
             case .null: result[key] = LedgerJSON(NSNull())
-            case .int64(let number): result[key] = booleans.contains(column) ? (number != 0) as any Sendable : number
-            case .double(let number): result[key] = number
-            case .string(let text): result[key] = text
-            case .blob(let data): result[key] = data.base64EncodedString()
+            case .integer(let number): result[key] = number
+            case .boolean(let flag): result[key] = flag
+            case .text(let text): result[key] = text
+            case .blob(let bytes): result[key] = Data(bytes).base64EncodedString()
             }
         }
         return result

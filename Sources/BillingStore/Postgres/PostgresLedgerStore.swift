@@ -4,8 +4,11 @@ import PostgresNIO
 import Synchronization
 
 /// The ledger on PostgreSQL, for several billingd replicas on one database: postgres-nio's pool
-/// (`PostgresClient`), bound parameters only, its own migrations. It implements the inbox so
-/// far; it becomes a ``LedgerStore`` when every role has its PostgreSQL side (issue 15).
+/// (`PostgresClient`), bound parameters only, its own migrations. It implements the inbox, the
+/// applier, replay/inspect/dump and the service API's reads (PostgresLedgerStore+Ledger.swift),
+/// reconcile lease and runs, usage and its report queue, invoice exports and the store-wide
+/// members so far; it becomes a ``LedgerStore`` when every role has its PostgreSQL side (issue 15):
+/// until then ``PostgresStoreError/incomplete`` is what billingd says when pointed at one.
 public final class PostgresLedgerStore: Sendable {
     /// The pool behind every role. Package, not public: nothing above BillingStore spells SQL;
     /// the package's tests use it for raw-SQL assertions.
@@ -14,14 +17,19 @@ public final class PostgresLedgerStore: Sendable {
     /// replica migrated it first).
     public let appliedMigrations: [String]
     let logger: Logger
+    /// The database's name, for messages.
+    let configurationDatabase: String
     /// Runs the pool (`client.run()`), which leases no connection without it. Unstructured
     /// until the pool becomes a Service in serve's ServiceGroup: ``close()`` cancels it and
     /// waits for it to end.
     private let runTask: Task<Void, Never>
     private let closed = Atomic<Bool>(false)
 
-    private init(client: PostgresClient, runTask: Task<Void, Never>, appliedMigrations: [String], logger: Logger) {
+    private init(
+        client: PostgresClient, runTask: Task<Void, Never>, appliedMigrations: [String], database: String, logger: Logger
+    ) {
         self.client = client
+        self.configurationDatabase = database
         self.runTask = runTask
         self.appliedMigrations = appliedMigrations
         self.logger = logger
@@ -69,11 +77,32 @@ public final class PostgresLedgerStore: Sendable {
             await client.run()
         }
         for await _ in started {}
-        return PostgresLedgerStore(client: client, runTask: runTask, appliedMigrations: applied, logger: logger)
+        return PostgresLedgerStore(
+            client: client, runTask: runTask, appliedMigrations: applied, database: configuration.database, logger: logger)
     }
 
     /// The inbox of verified deliveries.
     public var inbox: any EventInbox { PostgresInbox(client: client, logger: logger) }
+
+    /// Reconcile's lease, run records and event cursors.
+    public var reconcileRuns: any ReconcileRunStore { PostgresReconcileRuns(client: client, logger: logger) }
+    /// Usage records, counters and gauges.
+    public var usage: any UsageStore { PostgresUsage(client: client, logger: logger) }
+    /// The queue of usage records reported to Stripe's meters.
+    public var usageReports: any UsageReportStore { PostgresUsage(client: client, logger: logger) }
+    /// The reads of Stripe reconcile that need no ledger writer; the rest of
+    /// ``LedgerReconciliationStore`` comes with the PostgreSQL ledger writer.
+    package var reconciliationReads: PostgresLedgerReconciliationReads {
+        PostgresLedgerReconciliationReads(client: client, logger: logger)
+    }
+    /// Invoice exports, whole or streamed.
+    public var invoiceExports: any InvoiceExportStore { PostgresInvoiceExporter(client: client, logger: logger) }
+
+    /// A file copy of a PostgreSQL ledger is pg_dump's job, not billingd's: always throws
+    /// ``PostgresStoreError/backupIsPgDump(database:)``.
+    public func backup(to path: String, overwrite: Bool) async throws -> LedgerBackup {
+        throw PostgresStoreError.backupIsPgDump(database: configurationDatabase)
+    }
 
     /// Proves the database accepts writes (for `/readyz`): a committed write of the meta table.
     public func checkWritable() async throws {
@@ -102,6 +131,12 @@ public final class PostgresLedgerStore: Sendable {
         }
     }
 
+    /// The roles PostgreSQL does not implement yet, named for ``PostgresStoreError/incomplete(missing:)``.
+    public static let missingRoles = [
+        "the ledger writers and the applier", "replay, inspect and dump", "the service API's user reads",
+        "the App Store ledger", "reconcile's repairs",
+    ]
+
     /// Stops the pool and waits for its connections to close; a second close does nothing.
     public func close() async {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -124,6 +159,10 @@ public enum PostgresStoreError: Error, CustomStringConvertible {
     case migrationFailed(target: String, reason: String)
     /// `synchronous_commit` is off: a commit could be acknowledged before it is durable.
     case synchronousCommitOff(database: String)
+    /// `backup` on PostgreSQL: the server's own tools make its backups.
+    case backupIsPgDump(database: String)
+    /// BILLINGD_DATABASE_URL is set, but the PostgreSQL store does not implement every role yet.
+    case incomplete(missing: [String])
 
     public var description: String {
         switch self {
@@ -136,13 +175,24 @@ public enum PostgresStoreError: Error, CustomStringConvertible {
             The database \(database) runs with synchronous_commit = off: a delivery could be acknowledged before it \
             is durable (invariant 1). Set it on for billingd's role or database (ALTER ROLE … SET synchronous_commit = on).
             """
+        case .backupIsPgDump(let database):
+            """
+            billingd backup copies a SQLite ledger; a PostgreSQL ledger is backed up with PostgreSQL's own tools: \
+            pg_dump --format=custom --file=billingd.dump \(database) (or your provider's snapshots, or pg_basebackup with WAL archiving).
+            """
+        case .incomplete(let missing):
+            """
+            BILLINGD_DATABASE_URL is set, but billingd's PostgreSQL store is not complete yet (issue 15): it lacks \
+            \(missing.joined(separator: ", ")). billingd does not fall back to SQLite while it is set: unset it to use the \
+            SQLite ledger in BILLINGD_DATABASE. `billingd migrate` and `billingd copy` already work on PostgreSQL.
+            """
         }
     }
 
     /// What went wrong, from postgres-nio's error: the server's message and SQLSTATE, or the
     /// connection's failure. PSQLError's own description hides all of it (the query's binds could
     /// hold secrets); this shows neither the query nor its binds.
-    static func reason(_ error: any Error) -> String {
+    public static func reason(_ error: any Error) -> String {
         if let transaction = error as? PostgresTransactionError {
             if let inner = transaction.closureError ?? transaction.commitError ?? transaction.beginError {
                 return reason(inner)

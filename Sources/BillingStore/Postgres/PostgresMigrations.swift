@@ -19,6 +19,8 @@ package enum PostgresMigrations {
             version: "v1-ledger",
             statements: PostgresSchema.inbox + PostgresSchema.ledger + PostgresSchema.reconcile + PostgresSchema.appStore
                 + PostgresSchema.usage),
+        PostgresInbox.claimMigration,
+        Migration(version: "v3-outbox", statements: PostgresSchema.outbox),
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

@@ -81,8 +81,10 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
     public func reconcile(
         _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool
     ) async throws -> PageReconciliation {
-        try await database.writer.write { db in
+        let outbox = database.outbox
+        return try await database.writer.write { db in
             var result = PageReconciliation()
+            var touches = OutboxTouches()
             let seen = trackSeen ? try db.cachedStatement(sql: "INSERT OR IGNORE INTO temp.reconcileSeen (kind, id) VALUES (?, ?)") : nil
             for snapshot in snapshots {
                 try seen?.execute(arguments: [snapshot.kind.rawValue, snapshot.objectID])
@@ -113,6 +115,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
                     switch try LedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db) {
                     case .applied, .ambiguous:
                         outcome = .repaired
+                        touches.add(snapshot, account: account, livemode: livemode)
                         if case .checkoutSession = snapshot.object {
                             try LedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
                         }
@@ -122,6 +125,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
                 }
                 result.drifts.append(ObjectDrift(kind: snapshot.kind, id: snapshot.objectID, drift: drift, fields: fields, outcome: outcome))
             }
+            if let outbox { try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db) }
             return result
         }
     }
@@ -150,14 +154,31 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
     public func markGone(
         _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String
     ) async throws -> Bool {
-        try await database.writer.write { db in
+        let outbox = database.outbox
+        return try await database.writer.write { db in
             try db.execute(
                 sql: """
                     UPDATE \(LedgerWriter.table(kind)) SET vDeleted = 1, vCreated = ?, vEventID = ?, needsRefetch = 0
                     WHERE account = ? AND livemode = ? AND id = ? AND vDeleted = 0
                     """,
                 arguments: [fetchedAt, fetchID, account, livemode, id])
-            return db.changesCount > 0
+            let changed = db.changesCount > 0
+            if changed, let outbox {
+                // The customer whose users' view a tombstone may change.
+                var customer: String?
+                switch kind {
+                case .customer: customer = id
+                case .subscription, .invoice:
+                    customer = try String.fetchOne(
+                        db, sql: "SELECT customer FROM \(LedgerWriter.table(kind)) WHERE account = ? AND livemode = ? AND id = ?",
+                        arguments: [account, livemode, id])
+                default: break
+                }
+                var touches = OutboxTouches()
+                if let customer { touches.customers.insert(.init(scope: ServiceScope(account: account, livemode: livemode), id: customer)) }
+                try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
+            }
+            return changed
         }
     }
 
@@ -262,10 +283,16 @@ extension LedgerReconciliation {
     /// subscription) under the version guard, so that a read right after sees it.
     @discardableResult
     public func applyFetched(_ snapshot: LedgerSnapshot, account: String, livemode: Bool) async throws -> ApplyEffect {
-        try await database.writer.write { db in
+        let outbox = database.outbox
+        return try await database.writer.write { db in
             let effect = try LedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db)
             if effect == .applied || effect == .ambiguous, case .checkoutSession = snapshot.object {
                 try LedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
+            }
+            if let outbox, effect == .applied || effect == .ambiguous {
+                var touches = OutboxTouches()
+                touches.add(snapshot, account: account, livemode: livemode)
+                try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
             }
             return effect
         }

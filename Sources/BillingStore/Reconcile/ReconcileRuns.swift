@@ -16,19 +16,16 @@ public struct ReconcileRuns: ReconcileRunStore {
     /// unexpired one. Taking a lease one already holds renews it.
     public func acquire(_ name: String, holder: String, ttl: Int64, now: Int64) async throws {
         try await database.writer.write { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT holder, acquiredAt, expiresAt FROM lease WHERE name = ?", arguments: [name]) {
-                let current: String = row["holder"]
-                let expiresAt: Int64 = row["expiresAt"]
-                if current != holder && expiresAt > now {
-                    throw LeaseHeld(holder: current, acquiredAt: row["acquiredAt"], expiresAt: expiresAt)
-                }
+            if let current = try Self.lease(name, db: db), !current.yields(to: holder, now: now) {
+                throw LeaseRow.refusal(current)
             }
+            let lease = LeaseRow.taken(by: holder, now: now, ttl: ttl)
             try db.execute(
                 sql: """
                     INSERT INTO lease (name, holder, acquiredAt, expiresAt) VALUES (?, ?, ?, ?)
                     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, acquiredAt = excluded.acquiredAt, expiresAt = excluded.expiresAt
                     """,
-                arguments: [name, holder, now, now + ttl])
+                arguments: [name, lease.holder, lease.acquiredAt, lease.expiresAt])
         }
     }
 
@@ -37,10 +34,13 @@ public struct ReconcileRuns: ReconcileRunStore {
         try await database.writer.write { db in
             try db.execute(
                 sql: "UPDATE lease SET expiresAt = ? WHERE name = ? AND holder = ?", arguments: [now + ttl, name, holder])
-            if db.changesCount == 0 {
-                let row = try Row.fetchOne(db, sql: "SELECT holder, acquiredAt, expiresAt FROM lease WHERE name = ?", arguments: [name])
-                throw LeaseHeld(holder: row?["holder"] ?? "nobody", acquiredAt: row?["acquiredAt"] ?? 0, expiresAt: row?["expiresAt"] ?? 0)
-            }
+            if db.changesCount == 0 { throw LeaseRow.refusal(try Self.lease(name, db: db)) }
+        }
+    }
+
+    private static func lease(_ name: String, db: Database) throws -> LeaseRow? {
+        try Row.fetchOne(db, sql: "SELECT holder, acquiredAt, expiresAt FROM lease WHERE name = ?", arguments: [name]).map {
+            LeaseRow(holder: $0["holder"], acquiredAt: $0["acquiredAt"], expiresAt: $0["expiresAt"])
         }
     }
 
@@ -58,8 +58,8 @@ public struct ReconcileRuns: ReconcileRunStore {
     public func start(mode: String, holder: String, dryRun: Bool, now: Int64) async throws -> Int64 {
         try await database.writer.write { db in
             try db.execute(
-                sql: "INSERT INTO reconcileRun (mode, holder, startedAt, outcome, dryRun) VALUES (?, ?, ?, 'running', ?)",
-                arguments: [mode, holder, now, dryRun])
+                sql: "INSERT INTO reconcileRun (mode, holder, startedAt, outcome, dryRun) VALUES (?, ?, ?, ?, ?)",
+                arguments: [mode, holder, now, ReconcileRunOutcome.running.rawValue, dryRun])
             return db.lastInsertedRowID
         }
     }
@@ -90,7 +90,7 @@ public struct ReconcileRuns: ReconcileRunStore {
     /// The latest finished run of a mode (any outcome) and the latest completed one.
     public func latest(mode: String) async throws -> (finished: ReconcileRun?, completed: ReconcileRun?) {
         try await database.writer.read { db in
-            let columns = "id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recoveredEvents, objects, error"
+            let columns = Self.runColumns
             let finished = try Row.fetchOne(
                 db, sql: "SELECT \(columns) FROM reconcileRun WHERE mode = ? AND outcome != 'running' ORDER BY id DESC LIMIT 1",
                 arguments: [mode])
@@ -107,6 +107,9 @@ public struct ReconcileRuns: ReconcileRunStore {
             try Data.fetchOne(db, sql: "SELECT report FROM reconcileRun WHERE id = ?", arguments: [id])
         }
     }
+
+    /// The columns a ``ReconcileRun`` is read from, in its initialiser's order (both backends).
+    static let runColumns = "id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recoveredEvents, objects, error"
 
     private static func run(_ row: Row) -> ReconcileRun {
         ReconcileRun(

@@ -46,7 +46,8 @@ extension EventApplier {
 
 /// Operator actions over the whole ledger.
 public protocol LedgerMaintenanceStore: Sendable {
-    /// Empties the ledger and applies every stored event again with `applier`.
+    /// Empties the ledger and applies every stored event again with `applier`, announcing
+    /// nothing: history is not sent to the app again, and the last announced views are kept.
     func replay(applier: any EventApplier, progress: @Sendable (Int) -> Void) async throws -> ApplyPass
     /// The ledger's view of one object, with its children, raw JSON and events; nil when unknown.
     func inspect(id: String) async throws -> [String: any Sendable]?

@@ -24,6 +24,13 @@ public protocol LedgerStore: Sendable {
     var appStoreReconciliation: any AppStoreReconciliationStore { get }
     /// Invoice exports, whole or streamed.
     var invoiceExports: any InvoiceExportStore { get }
+    /// Events for the app's backend and the last view announced per user.
+    var outbox: any OutboxStore { get }
+
+    /// The same store, every transaction that changes the ledger (webhooks, the applier,
+    /// reconcile's repairs, App Store reports) announcing the changes of users' views under
+    /// `policy` in the same transaction; nil announces nothing.
+    func announcing(_ policy: OutboxPolicy?) -> any LedgerStore
 
     /// Proves the store accepts writes (for `/readyz`).
     func checkWritable() async throws
@@ -32,10 +39,12 @@ public protocol LedgerStore: Sendable {
     /// Sets a value in the store's key-value settings.
     func setMetaValue(_ key: String, _ value: String) async throws
     /// Copies the whole ledger to `path`, consistently while it is written to; throws when `path`
-    /// exists unless `overwrite`.
+    /// exists unless `overwrite`. A store whose backups are its server's job (PostgreSQL) throws
+    /// an error that names the tool.
     func backup(to path: String, overwrite: Bool) async throws -> LedgerBackup
-    /// Closes the store cleanly; later use is an error, a second close does nothing.
-    func close() throws
+    /// Closes the store cleanly; later use is an error, a second close does nothing. Async, since
+    /// a pool of connections (PostgreSQL) closes by waiting for them; SQLite's closes at once.
+    func close() async throws
 }
 
 /// What a backup wrote.

@@ -216,17 +216,9 @@ extension UsageLedger {
                     """,
                 arguments: [livemode])
             {
-                let records: Int = row["records"]
-                let givenUp: Bool = row["givenUp"]
-                switch UsageReportState(rawValue: row["reportState"]) {
-                case .pending: backlog.pending += records
-                case .failed where givenUp: backlog.failed += records
-                case .failed: backlog.retrying += records
-                default: continue
-                }
-                if !givenUp, let oldest: Int64 = row["oldest"] {
-                    backlog.oldestRecordedAt = min(backlog.oldestRecordedAt ?? Int64.max, oldest / 1000)
-                }
+                backlog.add(
+                    state: UsageReportState(rawValue: row["reportState"]), givenUp: row["givenUp"], records: row["records"],
+                    oldestRecordedAt: row["oldest"])
             }
             return backlog
         }

@@ -72,8 +72,19 @@ public struct UsageLedger: UsageStore, UsageReportStore {
 
     /// Applies operations in order, in one transaction.
     public func apply(_ operations: [UsageOperation], now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) async throws -> [UsageOutcome] {
-        try await database.writer.write { db in
-            try operations.map { try Self.apply($0, now: now, db: db) }
+        let outbox = database.outbox
+        return try await database.writer.write { db in
+            try operations.map { operation in
+                let outcome = try Self.apply(operation, now: now, db: db)
+                if let outbox, case .recorded(let state, duplicate: false) = outcome {
+                    let (scope, user): (ServiceScope, String) = switch operation {
+                    case .record(let input), .consume(let input): (input.scope, input.user)
+                    case .setGauge(let gaugeScope, let gaugeUser, _, _, _): (gaugeScope, gaugeUser)
+                    }
+                    try OutboxLedger.announceUsage(state, scope: scope, user: user, policy: outbox, now: now, db: db)
+                }
+                return outcome
+            }
         }
     }
 
@@ -89,8 +100,8 @@ public struct UsageLedger: UsageStore, UsageReportStore {
                     return UsageMeterState(meter: entry.meter, used: try Self.gauge(key, db: db), limit: entry.limit, period: nil)
                 case .counter:
                     let period = entry.period ?? .calendarMonth(containing: Int64(Date().timeIntervalSince1970))
-                    let cached = try Self.cachedTotal(key, db: db)
-                    let used = cached?.period == period ? cached!.used : try Self.sum(key, period: period, db: db)
+                    let used = try UsageRecordDecision.cachedUsed(Self.cachedTotal(key, db: db), in: period)
+                        ?? Self.sum(key, period: period, db: db)
                     return UsageMeterState(meter: entry.meter, used: used, limit: entry.limit, period: period)
                 }
             }
@@ -116,31 +127,28 @@ public struct UsageLedger: UsageStore, UsageReportStore {
     static let keyCondition = "account = ? AND livemode = ? AND user = ? AND meter = ?"
 
     static func apply(_ operation: UsageOperation, now: Int64, db: Database) throws -> UsageOutcome {
-        switch operation {
-        case .record(let input):
-            return try record(input, source: "event", refuse: false, now: now, db: db)
-        case .consume(let input):
-            return try record(input, source: "consume", refuse: input.meter.enforcement == .hard, now: now, db: db)
-        case .setGauge(let scope, let user, let meter, let value, let limit):
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO usageGauge (account, livemode, user, meter, value, updatedAt) VALUES (?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (account, livemode, user, meter) DO UPDATE SET value = excluded.value, updatedAt = excluded.updatedAt
-                    """
-            ).execute(arguments: [scope.account, scope.livemode, user, meter.id, value, now])
-            return .recorded(UsageMeterState(meter: meter, used: value, limit: limit, period: nil), duplicate: false)
+        if let (input, source, refuses) = operation.recording {
+            return try record(input, source: source, refusesOverLimit: refuses, now: now, db: db)
         }
+        guard case .setGauge(let scope, let user, let meter, let value, let limit) = operation else { preconditionFailure() }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO usageGauge (account, livemode, user, meter, value, updatedAt) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account, livemode, user, meter) DO UPDATE SET value = excluded.value, updatedAt = excluded.updatedAt
+                """
+        ).execute(arguments: [scope.account, scope.livemode, user, meter.id, value, now])
+        return .recorded(UsageMeterState(meter: meter, used: value, limit: limit, period: nil), duplicate: false)
     }
 
-    static func record(_ input: UsageRecordInput, source: String, refuse: Bool, now: Int64, db: Database) throws -> UsageOutcome {
+    static func record(_ input: UsageRecordInput, source: String, refusesOverLimit: Bool, now: Int64, db: Database) throws -> UsageOutcome {
         let key = Key(scope: input.scope, user: input.user, meter: input.meter.id)
-        var used = try currentTotal(key, period: input.period, db: db)
-        var state = UsageMeterState(meter: input.meter, used: used, limit: input.limit, period: input.period)
+        let used = try currentTotal(key, period: input.period, db: db)
         let duplicate = try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = ?"),
             arguments: key.arguments + [input.idempotencyKey]) ?? false
-        if duplicate { return .recorded(state, duplicate: true) }
-        if refuse, !state.allows(input.quantity) { return .refused(state) }
+        let decision = UsageRecordDecision(input, used: used, duplicate: duplicate, refusesOverLimit: refusesOverLimit)
+        guard decision.writes else { return decision.outcome }
+        let report = UsageRecordReportColumns(input.meter, now: now)
         try db.cachedStatement(
             sql: """
                 INSERT INTO usageRecord (account, livemode, user, meter, quantity, timestamp, idempotencyKey, source, recordedAt, stripeMeter, reportState, reportNextAt)
@@ -148,22 +156,18 @@ public struct UsageLedger: UsageStore, UsageReportStore {
                 """
         ).execute(
             arguments: key.arguments + [
-                input.quantity, input.timestamp, input.idempotencyKey, source, now, input.meter.stripeMeter,
-                input.meter.stripeMeter == nil ? nil : UsageReportState.pending.rawValue,
-                input.meter.stripeMeter == nil ? nil : now / 1000,
+                input.quantity, input.timestamp, input.idempotencyKey, source, now, report.stripeMeter, report.state, report.nextAt,
             ])
-        if input.period.contains(input.timestamp) {
-            used += input.quantity
-            try db.cachedStatement(sql: "UPDATE usageTotal SET used = ? WHERE \(keyCondition)").execute(arguments: [used] + key.arguments)
-            state.used = used
+        if let total = decision.newTotal {
+            try db.cachedStatement(sql: "UPDATE usageTotal SET used = ? WHERE \(keyCondition)").execute(arguments: [total] + key.arguments)
         }
-        return .recorded(state, duplicate: false)
+        return decision.outcome
     }
 
     /// The counter's total over `period`, from its cached row when that row is of this period;
     /// else added up from the records and cached.
     static func currentTotal(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
-        if let cached = try cachedTotal(key, db: db), cached.period == period { return cached.used }
+        if let used = UsageRecordDecision.cachedUsed(try cachedTotal(key, db: db), in: period) { return used }
         let used = try sum(key, period: period, db: db)
         try db.cachedStatement(
             sql: """

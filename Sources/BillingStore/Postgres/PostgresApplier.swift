@@ -1,0 +1,241 @@
+import BillingCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Applies the PostgreSQL inbox to the ledger, with several replicas on one database: the twin of
+/// ``InboxApplier``, sharing its decoding, routing, backoff and counting.
+///
+/// **Ordering.** An inbox position (`seq`) is drawn at insert, not at commit, so it is not commit
+/// order here, and this applier relies on no order at all: the version guard (BillingCore's
+/// ``SnapshotVersion``, App Store's ``AppStoreVersion``) gives the same ledger in any order of
+/// application. What it relies on instead is that the guard's read and write of one object are
+/// never interleaved with another transaction's: every apply takes the object's lock first
+/// (``PostgresObjectLock``), so each object sees a serial history. Claims go in position order
+/// only so that old work is not starved.
+///
+/// **Claims.** ``drain(now:progress:)`` claims due events in one short transaction
+/// (`FOR UPDATE SKIP LOCKED`: two replicas never claim the same event), decodes them outside any
+/// transaction, and applies them in a second one that first re-checks, under row locks, that the
+/// pass still holds each claim. A replica killed between the two leaves claims that expire after
+/// ``claimDuration`` and are taken by another; a replica killed inside the second transaction
+/// leaves nothing, as the transaction rolls back. Either way each event is applied once.
+package struct PostgresApplier: EventApplier {
+    let client: PostgresClient
+    let logger: Logger
+    package let configuration: ApplierConfiguration
+    /// Names this replica in its claims.
+    let replica: String
+    /// How long a claim holds before another replica may take the event (Unix ms).
+    let claimDuration: Int64
+
+    // MARK: Group commit
+
+    package func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
+        InboxApplier.prepared(delivery)
+    }
+
+    /// Stores deliveries and applies each new one in the same transaction, as on SQLite
+    /// (``InboxApplier/ingest(_:now:)``): the inbox row is written once, in its final state. The
+    /// transaction first takes the locks of the deliveries' event ids and objects, in one global
+    /// order, so that a delivery reaching two replicas at once is applied by one of them and found
+    /// stored by the other, and events of one object are applied one after the other.
+    ///
+    /// If the transaction fails (a ledger write, a deadlock the server broke), the whole batch is
+    /// stored `pending` instead, for the drain to apply.
+    package func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await storeApplying(batch, now: now, connection: connection)
+            }
+        } catch {
+            let deliveries = batch.map(\.delivery)
+            let outcomes = try await client.withTransaction(logger: logger) { connection in
+                try await PostgresInbox.insert(deliveries, status: .pending, connection: connection, logger: logger)
+            }
+            return IngestResult(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
+        }
+    }
+
+    /// An event that another writer stored between the duplicate check and the insert.
+    struct StoredMeanwhile: Error {}
+
+    private func storeApplying(_ batch: [PreparedDelivery], now: Int64, connection: PostgresConnection) async throws -> IngestResult {
+        var keys = batch.map { PostgresInbox.lockKey($0.delivery) }
+        for prepared in batch {
+            let envelope = prepared.delivery.envelope
+            if let key = PostgresObjectLock.key(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode) {
+                keys.append(key)
+            }
+        }
+        try await PostgresObjectLock.lock(keys, connection, logger)
+
+        var ingested = IngestResult()
+        ingested.outcomes.reserveCapacity(batch.count)
+        for prepared in batch {
+            let delivery = prepared.delivery
+            let envelope = delivery.envelope
+            // A duplicate is neither applied again nor stored.
+            if try await PostgresInbox.contains(delivery, connection: connection, logger: logger) {
+                ingested.outcomes.append(.duplicate)
+                continue
+            }
+            let status: InboxStatus
+            var effect: ApplyEffect?
+            var processedAt: Int64? = now
+            switch prepared.decoded {
+            case .failure:
+                (status, processedAt) = (.pending, nil)
+                ingested.queued += 1
+            case .ignored:
+                status = .ignored
+                ingested.pass.ignored += 1
+            case .recordOnly, .snapshot, .appStore:
+                let applied = try await applyToLedger(
+                    prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode,
+                    connection: connection)
+                (status, effect) = (.applied, applied)
+                if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
+            }
+            if processedAt != nil {
+                ingested.pass.processed += 1
+                configuration.countVersion(envelope.apiVersion, in: &ingested.pass)
+            }
+            guard
+                let seq = try await PostgresInbox.insertFinal(
+                    delivery, status: status, effect: effect, processedAt: processedAt, connection: connection, logger: logger)
+            else { throw StoredMeanwhile() }
+            ingested.outcomes.append(.stored(seq: seq))
+        }
+        return ingested
+    }
+
+    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
+    func applyToLedger(
+        _ decoded: InboxApplier.Decoded, eventID: String, account: String, livemode: Bool, connection: PostgresConnection
+    ) async throws -> ApplyEffect {
+        switch decoded {
+        case .snapshot(let snapshot):
+            return try await PostgresLedgerWriter.apply(snapshot, account: account, livemode: livemode, connection: connection, logger: logger)
+        case .appStore(let delivery):
+            return try await PostgresAppStoreWriter.apply(
+                delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account), sourceID: eventID,
+                connection: connection, logger: logger)
+        case .recordOnly:
+            return .recorded
+        case .ignored, .failure:
+            return .unchanged
+        }
+    }
+
+    // MARK: Draining
+
+    /// Applies every due event, claim after claim, until none is left that this pass has not
+    /// tried. `now` is Unix ms.
+    package func drain(now: @Sendable () -> Int64, progress: @Sendable (ApplyPass) -> Void) async throws -> ApplyPass {
+        let pass = newPass()
+        var total = ApplyPass()
+        while true {
+            let claimed = try await claim(pass: pass, now: now())
+            guard !claimed.isEmpty else { break }
+            total.add(try await apply(claimed, pass: pass, now: now()))
+            progress(total)
+        }
+        return total
+    }
+
+    /// A new drain pass's name: the replica's, and a random part.
+    private func newPass() -> String { "\(replica)/\(UUID().uuidString)" }
+
+    /// Events one pass claimed and has not applied yet, for tests that stop a replica between
+    /// the claim and the apply.
+    package struct Claim: Sendable {
+        let pass: String
+        let events: [InboxQueue.DueEvent]
+        package var count: Int { events.count }
+    }
+
+    /// Claims one batch in a new pass, as ``drain(now:progress:)`` does first.
+    package func claim(now: Int64) async throws -> Claim {
+        let pass = newPass()
+        return Claim(pass: pass, events: try await claim(pass: pass, now: now))
+    }
+
+    /// Applies what ``claim(now:)`` claimed, as far as the pass still holds it.
+    package func apply(_ claim: Claim, now: Int64) async throws -> ApplyPass {
+        try await apply(claim.events, pass: claim.pass, now: now)
+    }
+
+    /// Claims up to one batch of due events for a pass (see ``PostgresInbox/claim(pass:now:until:limit:client:logger:)``).
+    func claim(pass: String, now: Int64) async throws -> [InboxQueue.DueEvent] {
+        try await PostgresInbox.claim(
+            pass: pass, now: now, until: now + claimDuration, limit: configuration.batchSize, client: client, logger: logger)
+    }
+
+    /// Applies claimed events in one transaction. As on SQLite, the batch is first written
+    /// without savepoints; only if a ledger write fails is it written again with each event in
+    /// its own savepoint, so that one bad event fails alone.
+    func apply(_ claimed: [InboxQueue.DueEvent], pass: String, now: Int64) async throws -> ApplyPass {
+        let decoded = await InboxApplier.decodeConcurrently(claimed)
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: false, connection: connection)
+            }
+        } catch {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: true, connection: connection)
+            }
+        }
+    }
+
+    private func apply(
+        _ claimed: [InboxQueue.DueEvent], decoded: [InboxApplier.Decoded], pass: String, now: Int64, isolated: Bool,
+        connection: PostgresConnection
+    ) async throws -> ApplyPass {
+        let held = try await PostgresInbox.stillClaimed(claimed.map(\.seq), pass: pass, connection: connection, logger: logger)
+        let work = zip(claimed, decoded).filter { held.contains($0.0.seq) }
+        try await PostgresObjectLock.lock(
+            work.compactMap { PostgresObjectLock.key($0.1, account: $0.0.account, livemode: $0.0.livemode) }, connection, logger)
+        var result = ApplyPass()
+        for (event, outcome) in work {
+            result.processed += 1
+            configuration.countVersion(event.apiVersion, in: &result)
+            var failure: String?
+            switch outcome {
+            case .ignored:
+                try await PostgresInbox.recordDone(seq: event.seq, status: .ignored, effect: nil, at: now, connection: connection, logger: logger)
+                result.ignored += 1
+            case .recordOnly:
+                try await PostgresInbox.recordDone(
+                    seq: event.seq, status: .applied, effect: .recorded, at: now, connection: connection, logger: logger)
+                result.applied += 1
+            case .snapshot, .appStore:
+                do {
+                    if isolated { try await connection.query("SAVEPOINT event", logger: logger) }
+                    let effect = try await applyToLedger(
+                        outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, connection: connection)
+                    if isolated { try await connection.query("RELEASE SAVEPOINT event", logger: logger) }
+                    try await PostgresInbox.recordDone(
+                        seq: event.seq, status: .applied, effect: effect, at: now, connection: connection, logger: logger)
+                    if effect == .stale { result.stale += 1 } else { result.applied += 1 }
+                } catch {
+                    // Without savepoints the transaction cannot continue: let the caller retry
+                    // the batch with each event isolated.
+                    guard isolated else { throw error }
+                    try await connection.query("ROLLBACK TO SAVEPOINT event", logger: logger)
+                    try await connection.query("RELEASE SAVEPOINT event", logger: logger)
+                    failure = "ledger write failed: \(PostgresStoreError.reason(error))"
+                }
+            case .failure(let reason):
+                failure = reason
+            }
+            if let failure {
+                let (attempts, retryAt) = configuration.failure(afterAttempts: event.attempts, now: now)
+                try await PostgresInbox.recordFailure(
+                    seq: event.seq, attempts: attempts, error: failure, retryAt: retryAt, at: now, connection: connection, logger: logger)
+                if retryAt == nil { result.dead += 1 } else { result.failed += 1 }
+            }
+        }
+        return result
+    }
+}

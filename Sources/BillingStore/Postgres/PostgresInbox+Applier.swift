@@ -1,0 +1,170 @@
+import BillingCore
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The applier's side of the PostgreSQL inbox: claims of due work shared by several replicas,
+/// final-state inserts of group commits, and outcomes. Same type as ``PostgresInbox``, so that
+/// `inboxEvent` keeps one owner; apart, so that the applier's SQL reads on its own.
+///
+/// A claim is two columns: `claimedBy` names the drain pass that took the event, and
+/// `nextAttemptAt` is pushed to when the claim expires, so that the work query skips a claimed
+/// event until then without a column of its own. A replica killed after claiming leaves events
+/// that fall due again at expiry, for any replica; a replica that applies after its claim was
+/// taken over finds `claimedBy` changed and leaves the event alone.
+extension PostgresInbox {
+    /// The migration adding the claim column (the only PostgreSQL-only column of the inbox).
+    static let claimMigration = PostgresMigrations.Migration(
+        version: "v2-applier-claims", statements: ["ALTER TABLE inboxEvent ADD COLUMN claimedBy text"])
+
+    /// A claimed event with its body.
+    typealias DueEvent = InboxQueue.DueEvent
+
+    /// Claims up to `limit` events due at `now` for the drain pass `pass`, until `until`; never
+    /// one another transaction is claiming (`SKIP LOCKED`) nor one this pass already tried.
+    /// Returned in inbox position order.
+    static func claim(pass: String, now: Int64, until: Int64, limit: Int, client: PostgresClient, logger: Logger) async throws -> [DueEvent] {
+        let rows = try await client.query(
+            """
+            UPDATE inboxEvent e SET claimedBy = \(pass), nextAttemptAt = \(until)
+            FROM (
+                SELECT seq FROM inboxEvent
+                WHERE status IN (\(unescaped: InboxStatus.sqlList(InboxStatus.waiting)))
+                    AND (nextAttemptAt IS NULL OR nextAttemptAt <= \(now)) AND claimedBy IS DISTINCT FROM \(pass)
+                ORDER BY seq LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED) AS due
+            WHERE e.seq = due.seq
+            RETURNING e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, e.source,
+                (SELECT b.body FROM inboxBody b WHERE b.seq = e.seq)
+            """,
+            logger: logger)
+        var events: [DueEvent] = []
+        for try await (seq, eventID, account, livemode, type, created, apiVersion, attempts, source, body) in rows.decode(
+            (Int64, String, String, Bool, String, Int64, String?, Int, String, ByteBuffer).self)
+        {
+            events.append(DueEvent(
+                seq: seq, eventID: eventID, account: account, livemode: livemode, type: type, created: created,
+                apiVersion: apiVersion, attempts: attempts, source: InboxSource(rawValue: source) ?? .webhook,
+                body: Array(body.readableBytesView)))
+        }
+        return events.sorted { $0.seq < $1.seq }
+    }
+
+    /// Of the events a pass claimed, those it still holds, locked for the caller's transaction:
+    /// not yet done and not taken over by another pass after the claim expired.
+    static func stillClaimed(_ seqs: [Int64], pass: String, connection: PostgresConnection, logger: Logger) async throws -> Set<Int64> {
+        let rows = try await connection.query(
+            """
+            SELECT seq FROM inboxEvent
+            WHERE seq = ANY(\(seqs)) AND claimedBy = \(pass) AND status IN (\(unescaped: InboxStatus.sqlList(InboxStatus.waiting)))
+            ORDER BY seq FOR UPDATE
+            """,
+            logger: logger)
+        var held = Set<Int64>()
+        for try await seq in rows.decode(Int64.self) { held.insert(seq) }
+        return held
+    }
+
+    /// Records, inside the applier's transaction, that an event is done: `applied` (with its
+    /// effect) or `ignored`.
+    static func recordDone(seq: Int64, status: InboxStatus, effect: ApplyEffect?, at now: Int64, connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            """
+            UPDATE inboxEvent SET status = \(status.rawValue), effect = \(effect?.rawValue), processedAt = \(now),
+                attempts = attempts + 1, lastError = NULL, nextAttemptAt = NULL, claimedBy = NULL
+            WHERE seq = \(seq)
+            """,
+            logger: logger)
+    }
+
+    /// Records, inside the applier's transaction, that applying an event failed: `failed` with
+    /// the time of its next try, or `dead` (`retryAt` nil). The claim stays, so the same pass
+    /// does not try it again.
+    static func recordFailure(
+        seq: Int64, attempts: Int, error: String, retryAt: Int64?, at now: Int64, connection: PostgresConnection, logger: Logger
+    ) async throws {
+        let status = retryAt == nil ? InboxStatus.dead : InboxStatus.failed
+        try await connection.query(
+            """
+            UPDATE inboxEvent SET status = \(status.rawValue), attempts = \(attempts), lastError = \(String(error.prefix(1000))),
+                nextAttemptAt = \(retryAt), processedAt = \(now)
+            WHERE seq = \(seq)
+            """,
+            logger: logger)
+    }
+
+    /// Whether the inbox holds a delivery's event, inside the caller's transaction.
+    static func contains(_ delivery: InboxDelivery, connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        let envelope = delivery.envelope
+        let rows = try await connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM inboxEvent
+                WHERE eventID = \(envelope.id) AND account = \(envelope.account ?? "") AND livemode = \(envelope.livemode))
+            """,
+            logger: logger)
+        for try await found in rows.decode(Bool.self) { return found }
+        return false
+    }
+
+    /// The lock key of an event's identity, for ``PostgresObjectLock``: a group commit holds it
+    /// from its duplicate check to its commit, so another replica's commit of the same event
+    /// waits and then finds it stored.
+    static func lockKey(_ delivery: InboxDelivery) -> String {
+        let envelope = delivery.envelope
+        return "event/\(envelope.id)/\(envelope.account ?? "")/\(envelope.livemode)"
+    }
+
+    /// Inserts one delivery in its final state inside the caller's transaction (a group commit
+    /// that applied it). Nil when the event was stored meanwhile by a writer that does not take
+    /// the event's lock (``insert(_:)``), which the caller must treat as a conflict.
+    static func insertFinal(
+        _ delivery: InboxDelivery, status: InboxStatus, effect: ApplyEffect?, processedAt: Int64?, connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> Int64? {
+        let envelope = delivery.envelope
+        let rows = try await connection.query(
+            """
+            WITH event AS (
+                INSERT INTO inboxEvent
+                    (eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType, receivedAt, source,
+                     secretIndex, status, effect, processedAt, attempts)
+                VALUES (\(envelope.id), \(envelope.account ?? ""), \(envelope.livemode), \(envelope.type), \(delivery.subtype),
+                    \(envelope.apiVersion), \(envelope.created), \(envelope.objectID), \(envelope.objectType), \(delivery.receivedAt),
+                    \(delivery.source.rawValue), \(delivery.secretIndex.map(Int64.init)), \(status.rawValue), \(effect?.rawValue),
+                    \(processedAt), \(processedAt == nil ? 0 : 1))
+                ON CONFLICT (eventID, account, livemode) DO NOTHING
+                RETURNING seq)
+            INSERT INTO inboxBody (seq, body) SELECT seq, \(ByteBuffer(bytes: delivery.body)) FROM event
+            RETURNING seq
+            """,
+            logger: logger)
+        for try await seq in rows.decode(Int64.self) { return seq }
+        return nil
+    }
+
+    /// Puts every event back in the queue, as never tried, inside the caller's transaction
+    /// (replay empties the ledger in the same one).
+    static func requeueEverything(connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            """
+            UPDATE inboxEvent SET status = \(InboxStatus.pending.rawValue), attempts = 0, nextAttemptAt = NULL, lastError = NULL,
+                effect = NULL, processedAt = NULL, claimedBy = NULL
+            """,
+            logger: logger)
+    }
+
+    /// The events about one object, in inbox position order, as `inspect` shows them.
+    static func events(about objectID: String, client: PostgresClient, logger: Logger) async throws -> [[String: any Sendable]] {
+        let rows = try await client.query(
+            "SELECT eventID, type, created, status, effect FROM inboxEvent WHERE objectID = \(objectID) ORDER BY seq", logger: logger)
+        var events: [[String: any Sendable]] = []
+        for try await (eventID, type, created, status, effect) in rows.decode((String, String, Int64, String, String?).self) {
+            events.append([
+                "event_id": eventID, "type": type, "created": created, "status": status,
+                "effect": effect.map { $0 as any Sendable } ?? LedgerJSON(NSNull()),
+            ])
+        }
+        return events
+    }
+}

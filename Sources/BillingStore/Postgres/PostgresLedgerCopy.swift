@@ -1,0 +1,262 @@
+import Foundation
+import GRDB
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// Moves a SQLite ledger into an empty PostgreSQL one (`billingd copy`): every table the
+/// PostgreSQL schema has, table by table in primary-key order, a batch of rows at a time (read in
+/// one short SQLite read, written as one multi-row insert), so memory stays flat whatever the
+/// ledger's size. All of it is one PostgreSQL transaction: a copy that fails leaves the target
+/// empty, so it can simply be run again. The copy is then verified by row counts per table.
+///
+/// Values keep their bytes: SQLite's INTEGER becomes `bigint` (or `boolean` where PostgreSQL's
+/// column is one), TEXT `text`, BLOB `bytea`. Positions (inbox `seq`, run ids) are kept, and
+/// the identity sequences are moved past them.
+public enum PostgresLedgerCopy {
+    /// One table's rows in the source and in the target after the copy.
+    public struct TableCount: Sendable, Equatable {
+        public let table: String
+        public let source: Int
+        public let target: Int
+    }
+
+    /// What was copied; ``isVerified`` when every table's counts agree.
+    public struct Report: Sendable {
+        public let tables: [TableCount]
+        public var isVerified: Bool { tables.allSatisfy { $0.source == $0.target } }
+        public var rows: Int { tables.reduce(0) { $0 + $1.target } }
+    }
+
+    /// Why a copy was refused or failed; nothing was written to the target.
+    public enum Failure: Error, CustomStringConvertible, Equatable {
+        /// The target already holds rows (the tables named, with their counts).
+        case targetNotEmpty([String])
+        /// The source has tables or columns the target's schema lacks: copying would drop them.
+        case sourceNotCovered([String])
+
+        public var description: String {
+            switch self {
+            case .targetNotEmpty(let tables):
+                """
+                The target database is not empty (\(tables.joined(separator: ", "))): billingd copy only fills an empty \
+                ledger. Copy into a new database, or drop this one's tables if it is a failed try you want to repeat.
+                """
+            case .sourceNotCovered(let names):
+                """
+                The SQLite ledger has \(names.joined(separator: ", ")), which the PostgreSQL schema lacks: this billingd \
+                cannot copy them without losing data. Use a billingd built from the same version as the ledger.
+                """
+            }
+        }
+    }
+
+    /// SQLite's own tables and GRDB's migration record, which are not ledger data.
+    static func isBookkeeping(_ table: String) -> Bool {
+        table.hasPrefix("sqlite_") || table == "grdb_migrations"
+    }
+
+    /// Copies `source` into `target`, which must be empty; `progress` hears each table's name and
+    /// the rows copied of it so far, after each batch.
+    public static func copy(
+        from source: LedgerDatabase, to target: PostgresLedgerStore, batchSize: Int = 1000,
+        progress: @Sendable (String, Int) -> Void = { _, _ in }
+    ) async throws -> Report {
+        let logger = target.logger
+        let tables = try await target.client.withConnection { connection in
+            try await targetTables(connection, logger: logger)
+        }
+        try await checkCovered(source, by: tables)
+        try await target.client.transaction(logger: logger) { connection in
+            var occupied: [String] = []
+            for table in tables {
+                let rows = try await connection.single(
+                    PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(quoted(table.name))"), as: Int.self, logger: logger) ?? 0
+                if rows > 0 { occupied.append("\(table.name): \(rows) rows") }
+            }
+            guard occupied.isEmpty else { throw Failure.targetNotEmpty(occupied) }
+            for table in tables {
+                try await copy(table, from: source, batchSize: batchSize, connection: connection, logger: logger) {
+                    progress(table.name, $0)
+                }
+            }
+        }
+        var counts: [TableCount] = []
+        for table in tables {
+            let sourceRows = try await source.writer.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(table.name))") ?? 0
+            }
+            let targetRows = try await target.client.single(
+                PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(quoted(table.name))"), as: Int.self, logger: logger) ?? 0
+            counts.append(TableCount(table: table.name, source: sourceRows, target: targetRows))
+        }
+        return Report(tables: counts)
+    }
+
+    /// A target table: its name and columns (lower case, as PostgreSQL folds them), each column's
+    /// type, its primary key, and its identity column if any.
+    struct Table {
+        let name: String
+        let columns: [(name: String, type: String)]
+        let primaryKey: [String]
+        let identity: String?
+    }
+
+    /// The ledger's tables in the target, those another references first (inboxEvent before
+    /// inboxBody), the migration record left out.
+    static func targetTables(_ connection: PostgresConnection, logger: Logger) async throws -> [Table] {
+        var columns: [String: [(name: String, type: String)]] = [:]
+        var identities: [String: String] = [:]
+        let rows = try await connection.query(
+            """
+            SELECT table_name::text, column_name::text, data_type::text, is_identity::text FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name <> 'schemamigration'
+            ORDER BY table_name, ordinal_position
+            """, logger: logger)
+        for try await (table, column, type, identity) in rows.decode((String, String, String, String).self) {
+            columns[table, default: []].append((column, type))
+            if identity == "YES" { identities[table] = column }
+        }
+        var keys: [String: [String]] = [:]
+        let keyRows = try await connection.query(
+            """
+            SELECT c.relname::text, a.attname::text FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k (attnum, position) ON true
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+            WHERE i.indisprimary AND n.nspname = current_schema()
+            ORDER BY c.relname, k.position
+            """, logger: logger)
+        for try await (table, column) in keyRows.decode((String, String).self) { keys[table, default: []].append(column) }
+        var references: [(from: String, to: String)] = []
+        let referenceRows = try await connection.query(
+            """
+            SELECT c.relname::text, r.relname::text FROM pg_constraint k
+            JOIN pg_class c ON c.oid = k.conrelid JOIN pg_class r ON r.oid = k.confrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE k.contype = 'f' AND n.nspname = current_schema()
+            """, logger: logger)
+        for try await (from, to) in referenceRows.decode((String, String).self) { references.append((from, to)) }
+        // Referenced tables first: a table waits for every table it references.
+        var ordered: [String] = []
+        var remaining = columns.keys.sorted()
+        while !remaining.isEmpty {
+            let ready = remaining.filter { table in
+                references.allSatisfy { $0.from != table || $0.to == table || ordered.contains($0.to) }
+            }
+            let next = ready.isEmpty ? remaining : ready
+            ordered += next
+            remaining.removeAll { next.contains($0) }
+        }
+        return ordered.map { Table(name: $0, columns: columns[$0]!, primaryKey: keys[$0] ?? [], identity: identities[$0]) }
+    }
+
+    /// Refuses a source whose tables or columns the target lacks.
+    static func checkCovered(_ source: LedgerDatabase, by tables: [Table]) async throws {
+        let targetColumns = Dictionary(uniqueKeysWithValues: tables.map { ($0.name, Set($0.columns.map(\.name))) })
+        let missing = try await source.writer.read { db in
+            var missing: [String] = []
+            let names = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            for name in names where !isBookkeeping(name) {
+                guard let columns = targetColumns[name.lowercased()] else {
+                    missing.append("the table \(name)")
+                    continue
+                }
+                for column in try db.columns(in: name) where !columns.contains(column.name.lowercased()) {
+                    missing.append("the column \(name).\(column.name)")
+                }
+            }
+            return missing
+        }
+        guard missing.isEmpty else { throw Failure.sourceNotCovered(missing) }
+    }
+
+    /// Copies one table in primary-key order, `batchSize` rows (fewer for wide tables) per read
+    /// and insert, then moves its identity sequence past the copied values.
+    static func copy(
+        _ table: Table, from source: LedgerDatabase, batchSize: Int, connection: PostgresConnection, logger: Logger,
+        progress: (Int) -> Void
+    ) async throws {
+        let present = try await source.writer.read { db in
+            try db.tableExists(table.name) ? Set(try db.columns(in: table.name).map { $0.name.lowercased() }) : []
+        }
+        let columns = table.columns.filter { present.contains($0.name) }
+        guard !columns.isEmpty else { return }
+        // SQLite keys a table without a declared key by rowid.
+        let order = table.primaryKey.allSatisfy(present.contains) && !table.primaryKey.isEmpty
+            ? table.primaryKey.map(quoted) : ["rowid"]
+        let keyOffset = columns.count
+        let rowsPerBatch = max(1, min(batchSize, 30_000 / columns.count))
+        let select = "SELECT \(columns.map { quoted($0.name) }.joined(separator: ", ")), \(order.joined(separator: ", ")) FROM \(quoted(table.name))"
+        let orderBy = "ORDER BY \(order.joined(separator: ", ")) LIMIT \(rowsPerBatch)"
+        var after: [DatabaseValue]?
+        var copied = 0
+        while true {
+            let batch: [[DatabaseValue]] = try await source.writer.read { [after] db in
+                let condition = after.map { keys in
+                    "WHERE (\(order.joined(separator: ", "))) > (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"
+                } ?? ""
+                return try Row.fetchAll(db, sql: "\(select) \(condition) \(orderBy)", arguments: StatementArguments(after ?? []))
+                    .map { row in (0..<row.count).map { row[$0] as DatabaseValue } }
+            }
+            guard !batch.isEmpty else { break }
+            try await insert(batch, into: table, columns: columns, connection: connection, logger: logger)
+            copied += batch.count
+            progress(copied)
+            after = Array(batch.last![keyOffset...])
+            if batch.count < rowsPerBatch { break }
+        }
+        if let identity = table.identity, columns.contains(where: { $0.name == identity }) {
+            try await connection.query(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT setval(pg_get_serial_sequence('\(table.name)', '\(identity)'),
+                            COALESCE((SELECT max(\(quoted(identity))) FROM \(quoted(table.name))), 0) + 1, false)
+                        """), logger: logger)
+        }
+    }
+
+    /// One multi-row insert of a batch, each value bound and cast to its column's type.
+    static func insert(
+        _ batch: [[DatabaseValue]], into table: Table, columns: [(name: String, type: String)], connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        var binds = PostgresBindings(capacity: batch.count * columns.count)
+        var tuples: [String] = []
+        tuples.reserveCapacity(batch.count)
+        for row in batch {
+            var cells: [String] = []
+            for (index, column) in columns.enumerated() {
+                try bind(row[index], as: column.type, to: &binds)
+                cells.append("$\(binds.count)::\(column.type)")
+            }
+            tuples.append("(\(cells.joined(separator: ", ")))")
+        }
+        try await connection.query(
+            PostgresQuery(
+                unsafeSQL: "INSERT INTO \(quoted(table.name)) (\(columns.map { quoted($0.name) }.joined(separator: ", "))) VALUES \(tuples.joined(separator: ", "))",
+                binds: binds),
+            logger: logger)
+    }
+
+    /// Binds a SQLite value as the PostgreSQL type of its column.
+    static func bind(_ value: DatabaseValue, as type: String, to binds: inout PostgresBindings) throws {
+        switch (value.storage, type) {
+        case (.null, _): binds.appendNull()
+        case (.int64(let number), "boolean"): binds.append(number != 0)
+        case (.int64(let number), "text"): binds.append(String(number))
+        case (.int64(let number), _): binds.append(number)
+        case (.double(let number), "bigint"): binds.append(Int64(number))
+        case (.double(let number), _): binds.append(number)
+        case (.string(let text), "bytea"): binds.append(ByteBuffer(string: text))
+        case (.string(let text), _): binds.append(text)
+        case (.blob(let data), "bytea"): binds.append(ByteBuffer(bytes: data))
+        case (.blob(let data), _): binds.append(String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    /// A quoted identifier (every name here comes from the catalogs, never from input).
+    static func quoted(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+import Logging
+
+/// The Stripe and App Store ledger's roles on PostgreSQL: the applier, replay/inspect/dump and
+/// the service API's reads (issue 15). Vending one costs nothing: each is a small struct over the
+/// store's pool.
+extension PostgresLedgerStore {
+    /// An applier of the shared inbox to the ledger; every replica runs one.
+    public func applier(_ configuration: ApplierConfiguration) -> any EventApplier {
+        postgresApplier(configuration)
+    }
+
+    /// The applier with its claim duration: how long a replica's claim on due events holds
+    /// before another replica may take them (a claim is released at once when applied).
+    package func postgresApplier(_ configuration: ApplierConfiguration, claimDuration: Duration = .seconds(60)) -> PostgresApplier {
+        let (seconds, attoseconds) = claimDuration.components
+        return PostgresApplier(
+            client: client, logger: logger, configuration: configuration, replica: replicaName,
+            claimDuration: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Replay, inspect and dump over the whole ledger.
+    public var maintenance: any LedgerMaintenanceStore { PostgresMaintenance(client: client, logger: logger) }
+
+    /// A user's customers, subscriptions, invoices and payment methods (the service API).
+    public var users: any UserLedgerStore { PostgresUsers(client: client, logger: logger) }
+
+    /// This store's name in the applier's claims: host, process and store, so that an operator
+    /// can tell whose claims are in the inbox.
+    private var replicaName: String {
+        "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(UInt(bitPattern: ObjectIdentifier(self).hashValue))"
+    }
+}

@@ -1,0 +1,164 @@
+import BillingCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The usage side of the ledger on PostgreSQL (``UsageStore`` and ``UsageReportStore``), with
+/// the rows and rules of ``UsageLedger`` on SQLite: ``UsageRecordDecision`` decides each record,
+/// this type only reads and writes. Replicas share the counters, so a batch first takes a
+/// transaction-scoped advisory lock per (account, mode, user, meter) it records for, in one
+/// order: concurrent consumes on any replicas queue on it and never overshoot a hard limit
+/// (invariant 11). A transaction lock ends with its COMMIT, so it holds behind PgBouncer too.
+struct PostgresUsage: UsageStore, UsageReportStore {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// A counter's or gauge's row key: bound as `$1`…`$4` of ``keyed(_:_:_:)``'s queries.
+    struct Key: Hashable, Comparable {
+        let account: String
+        let livemode: Bool
+        let user: String
+        let meter: String
+
+        init(scope: ServiceScope, user: String, meter: String) {
+            (account, livemode, self.user, self.meter) = (scope.account, scope.livemode, user, meter)
+        }
+
+        /// An unambiguous text of the key, for its advisory lock.
+        var lockText: String {
+            [account, livemode ? "1" : "0", user, meter].map { "\($0.utf8.count):\($0)" }.joined()
+        }
+
+        static func < (a: Key, b: Key) -> Bool { a.lockText < b.lockText }
+    }
+
+    static let keyCondition = #"account = $1 AND livemode = $2 AND "user" = $3 AND meter = $4"#
+
+    /// `sql` with the key bound as `$1`…`$4` and `extra` after it as `$5`….
+    static func keyed(_ sql: String, _ key: Key, _ extra: (inout PostgresBindings) throws -> Void = { _ in }) rethrows -> PostgresQuery {
+        var binds = PostgresBindings()
+        binds.append(key.account)
+        binds.append(key.livemode)
+        binds.append(key.user)
+        binds.append(key.meter)
+        try extra(&binds)
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+
+    // MARK: UsageStore
+
+    /// Applies operations in order, in one transaction.
+    func apply(_ operations: [UsageOperation], now: Int64) async throws -> [UsageOutcome] {
+        let keys = Set(operations.compactMap { operation in
+            operation.recording.map { Key(scope: $0.input.scope, user: $0.input.user, meter: $0.input.meter.id) }
+        }).sorted()
+        return try await client.transaction(logger: logger) { connection in
+            for key in keys {
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key.lockText), 0))", logger: logger)
+            }
+            var outcomes: [UsageOutcome] = []
+            outcomes.reserveCapacity(operations.count)
+            for operation in operations {
+                outcomes.append(try await Self.apply(operation, now: now, connection: connection, logger: logger))
+            }
+            return outcomes
+        }
+    }
+
+    private static func apply(_ operation: UsageOperation, now: Int64, connection: PostgresConnection, logger: Logger) async throws -> UsageOutcome {
+        if let (input, source, refuses) = operation.recording {
+            let key = Key(scope: input.scope, user: input.user, meter: input.meter.id)
+            let used = try await currentTotal(key, period: input.period, connection: connection, logger: logger)
+            let duplicate = try await connection.single(
+                keyed("SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = $5", key) { $0.append(input.idempotencyKey) },
+                as: Int.self, logger: logger) != nil
+            let decision = UsageRecordDecision(input, used: used, duplicate: duplicate, refusesOverLimit: refuses)
+            guard decision.writes else { return decision.outcome }
+            let report = UsageRecordReportColumns(input.meter, now: now)
+            try await connection.query(
+                """
+                INSERT INTO usageRecord (account, livemode, "user", meter, quantity, timestamp, idempotencyKey, source, recordedAt,
+                    stripeMeter, reportState, reportNextAt)
+                VALUES (\(key.account), \(key.livemode), \(key.user), \(key.meter), \(input.quantity), \(input.timestamp),
+                    \(input.idempotencyKey), \(source), \(now), \(report.stripeMeter), \(report.state), \(report.nextAt))
+                """, logger: logger)
+            if let total = decision.newTotal {
+                try await connection.query(keyed("UPDATE usageTotal SET used = $5 WHERE \(keyCondition)", key) { $0.append(total) }, logger: logger)
+            }
+            return decision.outcome
+        }
+        guard case .setGauge(let scope, let user, let meter, let value, let limit) = operation else { preconditionFailure("a gauge") }
+        try await connection.query(
+            """
+            INSERT INTO usageGauge (account, livemode, "user", meter, value, updatedAt)
+            VALUES (\(scope.account), \(scope.livemode), \(user), \(meter.id), \(value), \(now))
+            ON CONFLICT (account, livemode, "user", meter) DO UPDATE SET value = excluded.value, updatedAt = excluded.updatedAt
+            """, logger: logger)
+        return .recorded(UsageMeterState(meter: meter, used: value, limit: limit, period: nil), duplicate: false)
+    }
+
+    /// The counter's total over `period`, from its cached row when that row is of this period;
+    /// else added up from the records and cached.
+    private static func currentTotal(_ key: Key, period: UsagePeriod, connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        if let used = UsageRecordDecision.cachedUsed(try await cachedTotal(key, connection: connection, logger: logger), in: period) {
+            return used
+        }
+        let used = try await sum(key, period: period, connection: connection, logger: logger)
+        try await connection.query(
+            """
+            INSERT INTO usageTotal (account, livemode, "user", meter, periodStart, periodEnd, used)
+            VALUES (\(key.account), \(key.livemode), \(key.user), \(key.meter), \(period.start), \(period.end), \(used))
+            ON CONFLICT (account, livemode, "user", meter) DO UPDATE
+                SET periodStart = excluded.periodStart, periodEnd = excluded.periodEnd, used = excluded.used
+            """, logger: logger)
+        return used
+    }
+
+    private static func cachedTotal(_ key: Key, connection: PostgresConnection, logger: Logger) async throws -> (period: UsagePeriod, used: Int64)? {
+        let rows = try await connection.query(
+            keyed("SELECT periodStart, periodEnd, used FROM usageTotal WHERE \(keyCondition)", key), logger: logger)
+        for try await (start, end, used) in rows.decode((Int64, Int64, Int64).self) { return (UsagePeriod(start: start, end: end), used) }
+        return nil
+    }
+
+    private static func sum(_ key: Key, period: UsagePeriod, connection: PostgresConnection, logger: Logger) async throws -> Int64 {
+        try await connection.single(
+            keyed("SELECT COALESCE(SUM(quantity), 0)::bigint FROM usageRecord WHERE \(keyCondition) AND timestamp >= $5 AND timestamp < $6", key) {
+                $0.append(period.start)
+                $0.append(period.end)
+            }, as: Int64.self, logger: logger) ?? 0
+    }
+
+    /// The states of `meters` for a user, each counter over its period (nil for gauges), read
+    /// on one connection.
+    func states(
+        scope: ServiceScope, user: String, meters: [(meter: UsageMeter, period: UsagePeriod?, limit: EntitlementLimit?)]
+    ) async throws -> [UsageMeterState] {
+        try await client.withConnection { connection in
+            var states: [UsageMeterState] = []
+            for entry in meters {
+                let key = Key(scope: scope, user: user, meter: entry.meter.id)
+                switch entry.meter.kind {
+                case .gauge:
+                    let level = try await connection.single(
+                        Self.keyed("SELECT value FROM usageGauge WHERE \(Self.keyCondition)", key), as: Int64.self, logger: logger)
+                    states.append(UsageMeterState(meter: entry.meter, used: level ?? 0, limit: entry.limit, period: nil))
+                case .counter:
+                    let period = entry.period ?? .calendarMonth(containing: Int64(Date().timeIntervalSince1970))
+                    var used = UsageRecordDecision.cachedUsed(
+                        try await Self.cachedTotal(key, connection: connection, logger: logger), in: period)
+                    if used == nil { used = try await Self.sum(key, period: period, connection: connection, logger: logger) }
+                    states.append(UsageMeterState(meter: entry.meter, used: used!, limit: entry.limit, period: period))
+                }
+            }
+            return states
+        }
+    }
+
+    /// The total of a counter over any span, from the records.
+    func total(scope: ServiceScope, user: String, meter: String, period: UsagePeriod) async throws -> Int64 {
+        try await client.withConnection { connection in
+            try await Self.sum(Key(scope: scope, user: user, meter: meter), period: period, connection: connection, logger: logger)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import BillingCore
+import Logging
+import PostgresNIO
+
+/// The service API's reads of the PostgreSQL ledger, per app user: the twin of ``UserLedger``,
+/// with its statements and its row decoding (``UserLedger/CustomerList``,
+/// ``UserLedger/appendSubscriptionRow(_:customer:first:to:)`` …). Each call is one read-only
+/// transaction at REPEATABLE READ, so that its several statements see one snapshot, as a
+/// SQLite read transaction does.
+struct PostgresUsers: UserLedgerStore {
+    let client: PostgresClient
+    let logger: Logger
+
+    func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {
+        try await read { reader in try await reader.customers(of: user, in: scope) }
+    }
+
+    func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool) async throws -> UserBilling {
+        try await read { reader in
+            let customers = try await reader.customers(of: user, in: scope)
+            var subscriptions: [LedgerSubscription] = []
+            var entitlements: [String] = []
+            let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
+            for customer in customers {
+                let first = subscriptions.endIndex
+                try await reader.forEachRow(UserLedger.subscriptionsSQL, key + [.text(customer.id)]) { row in
+                    UserLedger.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
+                }
+                guard stripeEntitlements else { continue }
+                try await reader.forEachRow(UserLedger.entitlementsSQL, key + [.text(customer.id)]) { row in
+                    if let lookupKey = row.string(0) { entitlements.append(lookupKey) }
+                }
+            }
+            // A past_due subscription's grace counts from when its unpaid invoice fell due.
+            for index in subscriptions.indices where subscriptions[index].status == .pastDue {
+                guard let invoice = subscriptions[index].latestInvoice else { continue }
+                try await reader.forEachRow(UserLedger.invoiceDueSQL, key + [.text(invoice)]) { row in
+                    if let due = UserLedger.unpaidInvoiceDueAt(row) { subscriptions[index].unpaidInvoiceDueAt = due }
+                }
+            }
+            var appStore: [AppStoreSubscriptionRecord] = []
+            if scope.account.isEmpty {
+                try await reader.forEachRow(AppStoreLedgerReads.subscriptionsSQL(livemode: scope.livemode), [.text(user)]) { row in
+                    if let record = AppStoreLedgerReads.record(from: row) { appStore.append(record) }
+                }
+            }
+            return UserBilling(
+                user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
+                appStoreSubscriptions: appStore)
+        }
+    }
+
+    func invoices(of user: String, in scope: ServiceScope, limit: Int, startingAfter: String?) async throws -> UserInvoicePage? {
+        precondition(limit > 0)
+        return try await read { reader in
+            let customers = try await reader.customers(of: user, in: scope).map(\.id)
+            guard !customers.isEmpty else { return nil }
+            var cursor: (created: Int64, id: String)?
+            if let startingAfter {
+                try await reader.forEachRow(
+                    UserLedger.invoiceCursorSQL(customers: customers.count),
+                    UserLedger.invoiceCursorArguments(startingAfter, of: customers, in: scope)
+                ) { row in cursor = (row.int64(0) ?? 0, startingAfter) }
+                guard cursor != nil else { throw UserLedgerError.unknownInvoice(startingAfter) }
+            }
+            var invoices: [UserInvoice] = []
+            try await reader.forEachRow(
+                UserLedger.invoicesSQL(customers: customers.count, paged: cursor != nil),
+                UserLedger.invoicesArguments(of: customers, in: scope, limit: limit, after: cursor)
+            ) { row in invoices.append(UserLedger.invoice(from: row)) }
+            return UserInvoicePage(invoices: invoices, limit: limit)
+        }
+    }
+
+    func paymentMethods(of user: String, in scope: ServiceScope) async throws -> [UserPaymentMethod]? {
+        try await read { reader in
+            let customers = try await reader.customers(of: user, in: scope)
+            guard !customers.isEmpty else { return nil }
+            var methods: [UserPaymentMethod] = []
+            let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
+            for customer in customers {
+                var defaultMethod = customer.defaultPaymentMethod
+                if defaultMethod == nil {
+                    try await reader.forEachRow(UserLedger.subscriptionDefaultSQL, key + [.text(customer.id)]) { row in
+                        defaultMethod = row.string(0)
+                    }
+                }
+                try await reader.forEachRow(UserLedger.paymentMethodsSQL, key + [.text(customer.id)]) { row in
+                    methods.append(UserLedger.paymentMethod(from: row, customer: customer.id, defaultMethod: defaultMethod))
+                }
+            }
+            return UserLedger.sorted(methods, customers: customers.count)
+        }
+    }
+
+    /// Runs `body` in one read-only REPEATABLE READ transaction.
+    private func read<T>(_ body: (Reader) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
+            do {
+                let value = try await body(Reader(connection: connection, logger: logger))
+                try await connection.query("COMMIT", logger: logger)
+                return value
+            } catch {
+                try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// The statements of one read transaction.
+    struct Reader {
+        let connection: PostgresConnection
+        let logger: Logger
+
+        /// Runs a statement spelled with `?` placeholders and hands each row to `body`.
+        func forEachRow(_ sql: String, _ values: [LedgerValue], _ body: (PostgresRowValues) throws -> Void) async throws {
+            for try await row in try await connection.run(sql, values, logger: logger) {
+                try body(PostgresRowValues(values: try row.map(LedgerValue.init)))
+            }
+        }
+
+        func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {
+            var list = UserLedger.CustomerList()
+            try await forEachRow(UserLedger.customersSQL, UserLedger.customersArguments(of: user, in: scope)) { list.add($0) }
+            return list.customers
+        }
+    }
+}

@@ -1,0 +1,556 @@
+import APITransport
+import BillingCore
+import BillingServer
+import BillingStore
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Synchronization
+import Testing
+
+/// The app's backend on loopback: verifies each webhook by the Standard Webhooks rules (its own
+/// code, not billingd's signer) with any of its secrets, and records what it accepted.
+final class AppWebhookReceiver: Sendable {
+    enum Mode: Sendable { case accept, fail(Int), gone }
+    struct Received: Sendable {
+        let id: String
+        let type: String
+        let user: String?
+        let json: [String: any Sendable]
+        /// The positions of the receiver's secrets that verified it.
+        let verifiedBy: [Int]
+    }
+
+    let secrets: [String]
+    private let state = Mutex<(mode: Mode, received: [Received], rejected: Int, failEvery: Int, requests: Int)>((.accept, [], 0, 0, 0))
+
+    init(secrets: [String]) { self.secrets = secrets }
+
+    var received: [Received] { state.withLock { $0.received } }
+    var rejected: Int { state.withLock { $0.rejected } }
+    func set(_ mode: Mode) { state.withLock { $0.mode = mode } }
+    /// Answers 503 to every `n`th request (0: never), so that retries interleave with new events.
+    func failEvery(_ n: Int) { state.withLock { $0.failEvery = n } }
+
+    /// Standard Webhooks verification: the timestamp within 5 minutes, and one of the `v1,`
+    /// signatures the HMAC-SHA256 of `id.timestamp.body` under a secret (base64 after `whsec_`).
+    static func verify(headers: HTTPFields, body: [UInt8], secrets: [String]) -> [Int] {
+        guard let id = headers[HTTPField.Name("webhook-id")!], let timestamp = headers[HTTPField.Name("webhook-timestamp")!],
+            let signatures = headers[HTTPField.Name("webhook-signature")!], let seconds = Int64(timestamp),
+            abs(Int64(Date().timeIntervalSince1970) - seconds) <= 300
+        else { return [] }
+        let content = Array("\(id).\(timestamp).".utf8) + body
+        let candidates = signatures.split(separator: " ").compactMap { part -> Data? in
+            let pieces = part.split(separator: ",", maxSplits: 1)
+            guard pieces.count == 2, pieces[0] == "v1" else { return nil }
+            return Data(base64Encoded: String(pieces[1]))
+        }
+        return secrets.indices.filter { index in
+            let key = SymmetricKey(data: Data(base64Encoded: String(secrets[index].dropFirst("whsec_".count)))!)
+            return candidates.contains { HMAC<SHA256>.isValidAuthenticationCode($0, authenticating: content, using: key) }
+        }
+    }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.post("hook") { request, _ -> Response in
+            let body = Array(try await request.body.collect(upTo: 1 << 20).readableBytesView)
+            let verifiedBy = Self.verify(headers: request.headers, body: body, secrets: self.secrets)
+            let status: HTTPResponse.Status = self.state.withLock { state in
+                state.requests += 1
+                if verifiedBy.isEmpty {
+                    state.rejected += 1
+                    return .badRequest
+                }
+                switch state.mode {
+                case .fail(let code): return HTTPResponse.Status(code: code)
+                case .gone: return .gone
+                case .accept: break
+                }
+                if state.failEvery > 0, state.requests % state.failEvery == 0 { return .serviceUnavailable }
+                let json = (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:]
+                state.received.append(Received(
+                    id: request.headers[HTTPField.Name("webhook-id")!] ?? "", type: json["type"] as? String ?? "",
+                    user: json["user"] as? String, json: json.mapValues { "\($0)" as any Sendable }, verifiedBy: verifiedBy))
+                return .noContent
+            }
+            return Response(status: status)
+        }
+        return router
+    }
+
+    /// Runs the receiver for the duration of `body`, which gets its webhook URL.
+    func run(_ body: (String) async throws -> Void) async throws {
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "receiver")
+        logger.logLevel = .critical
+        let app = Application(
+            router: router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            var iterator = ports.makeAsyncIterator()
+            let port = await iterator.next() ?? 0
+            try await body("http://127.0.0.1:\(port)/hook")
+            group.cancelAll()
+        }
+    }
+}
+
+/// The time at which the harness's policy resolves views, moved by App Store tests.
+final class OutboxClock: Sendable {
+    private let seconds = Mutex<Int64>(OutboxHarness.now)
+    var now: Int64 { seconds.withLock { $0 } }
+    func set(_ value: Int64) { seconds.withLock { $0 = value } }
+}
+
+/// A ledger whose applier announces, and a sender to the receiver.
+struct OutboxHarness {
+    static let now: Int64 = 1_770_000_000
+    let clock = OutboxClock()
+    let ledger: TemporaryLedger
+    let policy: OutboxPolicy
+    let sender: OutboxSender
+    private var step = 0
+
+    init(ledger: TemporaryLedger? = nil, endpoint: String, secrets: [String], catalog: String = "free-pro-enterprise") throws {
+        self.ledger = try ledger ?? TemporaryLedger()
+        let clock = self.clock
+        policy = OutboxPolicy.serviceViews(catalog: try fixtureCatalog(catalog), endpoints: [endpoint], now: { clock.now })
+        var configuration = OutboxSender.Configuration(signer: try StandardWebhookSigner(secrets: secrets))
+        configuration.firstRetryDelay = .milliseconds(1)
+        configuration.maximumRetryDelay = .milliseconds(5)
+        configuration.concurrency = 16
+        var logger = Logger(label: "outbox")
+        logger.logLevel = .critical
+        sender = OutboxSender(
+            store: self.ledger.store.outbox, transport: CurlTransport(maxConnections: 8), configuration: configuration,
+            metrics: BillingMetrics(), logger: logger)
+    }
+
+    /// The ledger as serve sees it: its transactions announce.
+    var store: any LedgerStore { ledger.store.announcing(policy) }
+    var applier: InboxApplier { InboxApplier(database: ledger.database.announcing(policy), configuration: .init(firstRetryDelay: .zero)) }
+
+    /// Applies events as one webhook each, through the group commit path, each its own transaction.
+    mutating func deliver(_ events: [(type: String, object: [String: Any])]) async throws {
+        for event in events {
+            step += 1
+            var builder = UserLedgerBuilder(eventPrefix: "evt_outbox_\(step)_")
+            builder.add(event.type, event.object, created: 1_769_940_000 + Int64(step) * 10)
+            let applier = self.applier
+            let prepared = try builder.bodies.map { body in
+                applier.prepare(InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0))
+            }
+            // Committed now (an event's age counts toward its retry window); views resolved at the harness's clock.
+            let result = try await applier.ingest(prepared, now: Int64(Date().timeIntervalSince1970 * 1000))
+            #expect(result.queued == 0, "the delivery applies at ingest")
+        }
+    }
+
+    /// Applies App Store notification bodies, each in its own group commit, with views resolved
+    /// at `now` (Unix ms) of each.
+    func deliverAppStore(_ notifications: [(body: [UInt8], now: Int64)]) async throws {
+        let applier = self.applier
+        for notification in notifications {
+            clock.set(notification.now / 1000)
+            let parsed = try AppStoreNotification(storedBody: notification.body)
+            let prepared = applier.prepare(InboxDelivery.appStore(parsed, body: notification.body, receivedAt: notification.now))
+            let result = try await applier.ingest([prepared], now: Int64(Date().timeIntervalSince1970 * 1000))
+            #expect(result.queued == 0, "the notification applies at ingest")
+        }
+    }
+
+    /// Sends until nothing is pending or failed (each pass waits for retries that came due).
+    func sendAll() async throws {
+        for _ in 0..<2000 {
+            try await sender.sendDue()
+            let depth = try await ledger.store.outbox.depth()
+            if (depth.counts[.pending] ?? 0) + (depth.counts[.failed] ?? 0) == 0 { return }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+}
+
+@Suite("Outbound webhooks to the app's backend", .serialized)
+struct OutboxTests {
+    let secrets = [StandardWebhookSigner.generateSecret(), StandardWebhookSigner.generateSecret()]
+
+    @Test("a Stripe subscription's life reaches the app as signed events, in order, verified with either secret of a rotation")
+    func stripeLifecycle() async throws {
+        let receiver = AppWebhookReceiver(secrets: secrets)
+        try await receiver.run { url in
+            // billingd signs with both secrets while the app rotates.
+            var harness = try OutboxHarness(endpoint: url, secrets: secrets)
+            defer { harness.ledger.remove() }
+            typealias F = UserFixtures
+            let renewed: (Int64, Int64) = (1_772_359_200, 1_774_778_400)
+            try await harness.deliver([
+                ("customer.created", F.customer("cus_A", user: "user_a")),
+                ("customer.subscription.created", F.subscription("sub_A", customer: "cus_A", status: "active")),
+                ("customer.subscription.updated", F.subscription("sub_A", customer: "cus_A", status: "active", members: ["cancel_at_period_end": true])),
+                ("customer.subscription.updated", F.subscription("sub_A", customer: "cus_A", status: "active")),
+                ("customer.subscription.updated", F.subscription("sub_A", customer: "cus_A", status: "active", periodStart: renewed.0, periodEnd: renewed.1)),
+                ("customer.subscription.updated", F.subscription("sub_A", customer: "cus_A", status: "past_due", periodStart: renewed.0, periodEnd: renewed.1)),
+                ("customer.subscription.updated", F.subscription("sub_A", customer: "cus_A", status: "active", periodStart: renewed.0, periodEnd: renewed.1)),
+                ("customer.subscription.updated", F.subscription(
+                    "sub_A", customer: "cus_A", status: "active", lookupKey: "enterprise_monthly", price: "price_EntMonthly",
+                    product: "prod_Ent", periodStart: renewed.0, periodEnd: renewed.1)),
+                ("customer.subscription.deleted", F.subscription(
+                    "sub_A", customer: "cus_A", status: "canceled", lookupKey: "enterprise_monthly", price: "price_EntMonthly",
+                    product: "prod_Ent", periodStart: renewed.0, periodEnd: renewed.1,
+                    members: ["ended_at": 1_769_999_000, "canceled_at": 1_769_999_000])),
+            ])
+            try await harness.sendAll()
+            let types = receiver.received.map(\.type)
+            #expect(types == [
+                "subscription.started", "entitlement.updated",
+                "subscription.cancellation_scheduled",
+                "subscription.uncanceled",
+                "subscription.renewed",
+                "subscription.billing_issue",
+                "subscription.recovered",
+                "subscription.plan_changed", "entitlement.updated",
+                "subscription.expired", "entitlement.updated",
+            ])
+            #expect(receiver.rejected == 0)
+            #expect(receiver.received.allSatisfy { $0.verifiedBy == [0, 1] }, "each message carries a signature per secret")
+            #expect(Set(receiver.received.map(\.id)).count == receiver.received.count, "each event has its own webhook-id")
+            #expect(receiver.received.allSatisfy { $0.user == "user_a" })
+            let started = try #require(receiver.received.first)
+            #expect(started.json["source"] as? String == "stripe")
+            #expect((started.json["data"] as? String)?.contains("subscription") == true, "the payload holds the user's views")
+            let outbox = try await harness.ledger.store.outbox.list(status: nil, limit: 100)
+            #expect(outbox.allSatisfy { $0.status == .delivered })
+        }
+    }
+
+    @Test("an App Store subscription's life reaches the app: renewal, billing issue, recovery, auto-renew off, refund")
+    func appStoreLifecycle() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        try await receiver.run { url in
+            let harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            let token = try await harness.store.appStore.accountToken(for: "user_ios")
+            let (t0, day, hour) = (AppStoreNotifications.t0, AppStoreNotifications.day, Int64(3_600_000))
+            typealias N = AppStoreNotifications
+            try await harness.deliverAppStore([
+                (N.body("SUBSCRIBED", "INITIAL_BUY", transaction: "1000", purchase: t0, expires: t0 + 30 * day, signed: t0, token: token), t0 + hour),
+                (N.body("DID_RENEW", transaction: "1001", purchase: t0 + 30 * day, expires: t0 + 60 * day, signed: t0 + 30 * day, token: token),
+                 t0 + 30 * day + hour),
+                (N.body("DID_FAIL_TO_RENEW", "GRACE_PERIOD", transaction: "1001", purchase: t0 + 30 * day, expires: t0 + 60 * day,
+                        signed: t0 + 60 * day + hour, token: token, renewalChanges: ["gracePeriodExpiresDate": Int(t0 + 66 * day)]),
+                 t0 + 60 * day + 2 * hour),
+                (N.body("DID_RENEW", "BILLING_RECOVERY", transaction: "1002", purchase: t0 + 62 * day, expires: t0 + 92 * day,
+                        signed: t0 + 62 * day, token: token), t0 + 62 * day + hour),
+                (N.body("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", transaction: "1002", purchase: t0 + 62 * day,
+                        expires: t0 + 92 * day, signed: t0 + 63 * day, token: token), t0 + 63 * day + hour),
+            ])
+            // Another user's purchase, refunded.
+            let other = try await harness.store.appStore.accountToken(for: "user_ios_refunded")
+            try await harness.deliverAppStore([
+                (N.body("SUBSCRIBED", "INITIAL_BUY", original: "3000", transaction: "3000", purchase: t0, expires: t0 + 30 * day, signed: t0,
+                        token: other), t0 + hour),
+                (N.body("REFUND", original: "3000", transaction: "3000", purchase: t0, expires: t0 + 30 * day, signed: t0 + 5 * day,
+                        token: other, transactionChanges: ["revocationDate": Int(t0 + 5 * day), "revocationReason": 0]), t0 + 5 * day + hour),
+            ])
+            try await harness.sendAll()
+            #expect(receiver.received.filter { $0.user == "user_ios" }.map(\.type) == [
+                "subscription.started", "entitlement.updated",
+                "subscription.renewed",
+                "subscription.billing_issue",
+                "subscription.recovered", "subscription.renewed",
+                "subscription.cancellation_scheduled",
+            ])
+            #expect(receiver.received.filter { $0.user == "user_ios_refunded" }.map(\.type) == [
+                "subscription.started", "entitlement.updated", "subscription.refunded", "entitlement.updated",
+            ])
+            #expect(receiver.received.allSatisfy { $0.json["source"] as? String == "app_store" })
+        }
+    }
+
+    @Test("a meter reaching its limit is announced once per period")
+    func usageLimitReached() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        try await receiver.run { url in
+            let harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]], catalog: "usage")
+            defer { harness.ledger.remove() }
+            var dependencies = makeDependencies(harness.ledger)
+            dependencies.store = harness.store
+            dependencies.apiTokens = [userAPIToken]
+            dependencies.plans = try fixtureCatalog("usage")
+            dependencies.now = { Date(timeIntervalSince1970: TimeInterval(OutboxHarness.now)) }
+            try await makeApplication(dependencies).test(.router) { client in
+                for index in 1...12 {
+                    _ = try await client.execute(
+                        uri: "/v1/users/user_u/usage/radars/consume", method: .post, headers: jsonHeaders,
+                        body: ByteBuffer(string: #"{"quantity": 1, "idempotency_key": "radar-\#(index)"}"#))
+                }
+                let recorded = try await client.execute(
+                    uri: "/v1/users/user_u/usage/radars/events", method: .post, headers: jsonHeaders,
+                    body: ByteBuffer(string: #"{"quantity": 2, "idempotency_key": "import-1"}"#))
+                #expect(recorded.status == .ok)
+            }
+            try await harness.sendAll()
+            #expect(receiver.received.map(\.type) == ["usage.limit_reached"])
+            let event = try #require(receiver.received.first)
+            #expect(event.user == "user_u")
+            let queued = try #require(try await harness.store.outbox.list(status: .delivered, limit: 1).first)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(queued.event.payload)) as? [String: Any])
+            let usage = try #require((json["data"] as? [String: Any])?["usage"] as? [String: Any])
+            #expect(usage["meter"] as? String == "radars")
+            #expect(usage["used"] as? Int == 10)
+            #expect(usage["limit"] as? Int == 10)
+        }
+    }
+
+    @Test("the payload is the user's subscription and entitlements views with what changed")
+    func payloadShape() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        try await receiver.run { url in
+            var harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            try await harness.deliver([
+                ("customer.created", UserFixtures.customer("cus_P", user: "user_p")),
+                ("customer.subscription.created", UserFixtures.subscription("sub_P", customer: "cus_P", status: "active")),
+            ])
+            let queued = try await harness.ledger.store.outbox.list(status: .pending, limit: 10)
+            let first = try #require(queued.last)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(first.event.payload)) as? [String: Any])
+            #expect(json["type"] as? String == "subscription.started")
+            #expect(json["id"] as? String == first.event.id)
+            #expect(json["user"] as? String == "user_p")
+            #expect(json["livemode"] as? Bool == false)
+            let data = try #require(json["data"] as? [String: Any])
+            let subscription = try #require(data["subscription"] as? [String: Any])
+            let entitlements = try #require(data["entitlements"] as? [String: Any])
+            #expect(subscription["plan"] as? String == "pro")
+            #expect(subscription["subscription_id"] as? String == "sub_P")
+            #expect(entitlements["entitled"] as? Bool == true)
+            let changes = try #require(json["changes"] as? [String: Any])
+            #expect((changes["fields"] as? [String])?.contains("plan") == true)
+            try await harness.sendAll()
+            #expect(receiver.received.count == 2)
+        }
+    }
+
+    @Test("each user's events arrive in order while many users change at once and the receiver fails now and then")
+    func orderPerUser() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        receiver.failEvery(3)
+        try await receiver.run { url in
+            var harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            var events: [(type: String, object: [String: Any])] = []
+            for user in 0..<30 {
+                events.append(("customer.created", UserFixtures.customer("cus_\(user)", user: "user_\(user)")))
+                events.append(("customer.subscription.created", UserFixtures.subscription("sub_\(user)", customer: "cus_\(user)", status: "active")))
+            }
+            for user in 0..<30 {
+                events.append(("customer.subscription.updated", UserFixtures.subscription(
+                    "sub_\(user)", customer: "cus_\(user)", status: "active", members: ["cancel_at_period_end": true])))
+            }
+            for user in 0..<30 {
+                events.append(("customer.subscription.updated", UserFixtures.subscription("sub_\(user)", customer: "cus_\(user)", status: "active")))
+            }
+            try await harness.deliver(events)
+            try await harness.sendAll()
+            for user in 0..<30 {
+                let types = receiver.received.filter { $0.user == "user_\(user)" }.map(\.type)
+                #expect(types == ["subscription.started", "entitlement.updated", "subscription.cancellation_scheduled", "subscription.uncanceled"])
+            }
+        }
+    }
+
+    @Test("events wait while the receiver is down and all arrive, in order, once it is back")
+    func receiverDownThenUp() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        receiver.set(.fail(503))
+        try await receiver.run { url in
+            var harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            try await harness.deliver([
+                ("customer.created", UserFixtures.customer("cus_D", user: "user_d")),
+                ("customer.subscription.created", UserFixtures.subscription("sub_D", customer: "cus_D", status: "active")),
+                ("customer.subscription.updated", UserFixtures.subscription("sub_D", customer: "cus_D", status: "active", members: ["cancel_at_period_end": true])),
+            ])
+            for _ in 0..<5 {
+                try await harness.sender.sendDue()
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(receiver.received.isEmpty)
+            let failed = try await harness.ledger.store.outbox.list(status: .failed, limit: 10)
+            #expect(failed.count == 1, "only the user's first event is tried while it fails")
+            #expect(failed.first?.lastError == "HTTP 503")
+            receiver.set(.accept)
+            try await harness.sendAll()
+            #expect(receiver.received.map(\.type) == ["subscription.started", "entitlement.updated", "subscription.cancellation_scheduled"])
+        }
+    }
+
+    @Test("410 Gone disables the endpoint and keeps its events until it is enabled again")
+    func goneDisables() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        receiver.set(.gone)
+        try await receiver.run { url in
+            var harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            try await harness.deliver([
+                ("customer.created", UserFixtures.customer("cus_G", user: "user_g")),
+                ("customer.subscription.created", UserFixtures.subscription("sub_G", customer: "cus_G", status: "active")),
+            ])
+            try await harness.sender.sendDue()
+            let store = harness.ledger.store.outbox
+            #expect(try await store.disabledEndpoints().keys.contains(url))
+            receiver.set(.accept)
+            try await harness.sender.sendDue()
+            #expect(receiver.received.isEmpty, "nothing goes to a disabled endpoint")
+            #expect(try await store.list(status: .pending, limit: 10).count == 2)
+            #expect(try await store.enableEndpoint(url))
+            try await harness.sendAll()
+            #expect(receiver.received.map(\.type) == ["subscription.started", "entitlement.updated"])
+        }
+    }
+
+    @Test("an event committed with its ledger change is sent once after a restart that came before the send")
+    func restartBeforeSend() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        try await receiver.run { url in
+            var first = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            try await first.deliver([
+                ("customer.created", UserFixtures.customer("cus_K", user: "user_k")),
+                ("customer.subscription.created", UserFixtures.subscription("sub_K", customer: "cus_K", status: "active")),
+            ])
+            // The process ends here, before any send; the database is opened again.
+            try first.ledger.database.close()
+            let reopened = try TemporaryLedger(reopening: first.ledger)
+            defer { reopened.remove() }
+            let second = try OutboxHarness(ledger: reopened, endpoint: url, secrets: [secrets[0]])
+            try await second.sendAll()
+            try await second.sender.sendDue()
+            #expect(receiver.received.map(\.type) == ["subscription.started", "entitlement.updated"])
+        }
+    }
+
+    @Test("replaying the ledger sends nothing again")
+    func replaySendsNothing() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        try await receiver.run { url in
+            var harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            try await harness.deliver([
+                ("customer.created", UserFixtures.customer("cus_R", user: "user_r")),
+                ("customer.subscription.created", UserFixtures.subscription("sub_R", customer: "cus_R", status: "active")),
+                ("customer.subscription.deleted", UserFixtures.subscription(
+                    "sub_R", customer: "cus_R", status: "canceled", members: ["ended_at": 1_769_999_000])),
+            ])
+            try await harness.sendAll()
+            let before = receiver.received.count
+            // Even on a store whose transactions announce, replay announces nothing.
+            let store = harness.store
+            _ = try await store.maintenance.replay(applier: store.applier(.init(batchSize: 1000)), progress: { _ in })
+            try await harness.sendAll()
+            #expect(receiver.received.count == before)
+            #expect(try await store.outbox.list(status: nil, limit: 100).count == before)
+            // A later change is still announced against what the app was told.
+            try await harness.deliver([
+                ("customer.subscription.created", UserFixtures.subscription("sub_R2", customer: "cus_R", status: "active")),
+            ])
+            try await harness.sendAll()
+            #expect(receiver.received.dropFirst(before).map(\.type) == ["subscription.started", "entitlement.updated"])
+        }
+    }
+}
+
+/// App Store Server Notifications as the inbox stores them, from `AppStoreSampleNotification`
+/// with explicit dates; the JWS are unsigned (the ledger reads data verified before it was stored).
+enum AppStoreNotifications {
+    static let day: Int64 = 86_400_000
+    static let t0: Int64 = 1_760_000_000_000
+
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func body(
+        _ type: String, _ subtype: String? = nil, original: String = "1000", transaction: String,
+        product: String = "com.example.pro.monthly", purchase: Int64, expires: Int64, signed: Int64, token: String,
+        transactionChanges: [String: any Sendable] = [:], renewalChanges: [String: any Sendable] = [:]
+    ) -> [UInt8] {
+        var sample = AppStoreSampleNotification(
+            type: type, subtype: subtype, productID: product, originalTransactionID: original, transactionID: transaction,
+            bundleID: "com.example.app", environment: .sandbox, appAccountToken: token, now: signed)
+        sample.notificationUUID = "\(type)-\(subtype ?? "")-\(original)-\(transaction)-\(signed)"
+        sample.transaction["purchaseDate"] = Int(purchase)
+        sample.transaction["originalPurchaseDate"] = Int(t0)
+        sample.transaction["expiresDate"] = Int(expires)
+        for (key, value) in transactionChanges { sample.transaction[key] = value }
+        if sample.renewalInfo != nil {
+            sample.renewalInfo?["renewalDate"] = Int(expires)
+            for (key, value) in renewalChanges { sample.renewalInfo?[key] = value }
+        }
+        let jws = sample.signedPayload { payload in
+            base64URL(Array(#"{"alg":"ES256"}"#.utf8)) + "." + base64URL(payload) + ".c2ln"
+        }
+        return Array(try! JSONSerialization.data(withJSONObject: ["signedPayload": jws]))
+    }
+}
+
+@Suite("serve sends outbound webhooks", .serialized)
+struct OutboxDaemonTests {
+    @Test("a signed Stripe webhook to serve reaches the app's endpoint, and /metrics counts the delivery")
+    func serveDelivers() async throws {
+        let secret = StandardWebhookSigner.generateSecret()
+        let receiver = AppWebhookReceiver(secrets: [secret])
+        try await receiver.run { url in
+            let ledger = try TemporaryLedger()
+            defer { ledger.remove() }
+            let settings = try Settings.load(
+                environment: [
+                    "BILLINGD_PORT": "0", "STRIPE_WEBHOOK_SECRET": testSecret,
+                    "BILLINGD_PLANS": UserFixtures.url("plans/free-pro-enterprise.yaml").path,
+                    "BILLINGD_APP_WEBHOOK_URL": url, "BILLINGD_APP_WEBHOOK_SECRET": secret,
+                ], configFile: nil)
+            var logger = Logger(label: "test.outbox.daemon")
+            logger.logLevel = .critical
+            let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+            let daemon = try await BillingDaemon(
+                settings: settings, store: ledger.store, options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }),
+                logger: logger)
+            #expect(daemon.startup["app_webhooks"] == "1 endpoint(s)")
+            let running = Task {
+                defer { listening.finish() }
+                try await daemon.run()
+            }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            let transport = CurlTransport(maxConnections: 2)
+            var builder = UserLedgerBuilder(eventPrefix: "evt_daemon_")
+            builder.add("customer.created", UserFixtures.customer("cus_S", user: "user_s"))
+            builder.add("customer.subscription.created", UserFixtures.subscription("sub_S", customer: "cus_S", status: "active"))
+            for body in builder.bodies {
+                let response = try await transport.perform(HTTPTransportRequest(
+                    method: .post, url: "http://127.0.0.1:\(port)/webhooks/stripe",
+                    headers: [("Stripe-Signature", SignatureVerifier.header(body: body, secret: testSecret, timestamp: Int64(Date().timeIntervalSince1970))),
+                              ("Content-Type", "application/json")],
+                    body: body))
+                #expect(response.status == 200)
+            }
+            // The sender runs beside the server: wait for it (bounded), then look.
+            for _ in 0..<500 where receiver.received.count < 2 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(receiver.received.map(\.type) == ["subscription.started", "entitlement.updated"])
+            let metrics = try await transport.perform(HTTPTransportRequest(method: .get, url: "http://127.0.0.1:\(port)/metrics"))
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            #expect(text.contains(#"billingd_outbox_deliveries_total{outcome="delivered"} 2"#), "\(text)")
+            await daemon.shutdown()
+            try await running.value
+        }
+    }
+}

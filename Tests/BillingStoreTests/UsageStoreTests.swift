@@ -1,0 +1,138 @@
+import BillingCore
+import BillingStore
+import Testing
+
+@Suite("Usage records, counters, gauges and the report queue, on both backends")
+struct UsageStoreTests {
+    static let radars = UsageMeter(id: "radars", kind: .counter, limit: "radars", enforcement: .hard, stripeMeter: "radar_created")
+    static let calls = UsageMeter(id: "api_calls", kind: .counter, limit: "api_calls", enforcement: .soft)
+    static let seats = UsageMeter(id: "seats", kind: .gauge, limit: "seats", enforcement: .hard)
+    static let january = UsagePeriod(start: 1_767_225_600, end: 1_769_904_000)
+    static let february = UsagePeriod(start: 1_769_904_000, end: 1_772_323_200)
+
+    static func input(
+        _ key: String, quantity: Int64 = 1, at timestamp: Int64 = january.start + 60, meter: UsageMeter = radars,
+        period: UsagePeriod = january, limit: Int64 = 5, user: String = "user_1", scope: ServiceScope = .test
+    ) -> UsageRecordInput {
+        UsageRecordInput(
+            scope: scope, user: user, meter: meter, quantity: quantity, timestamp: timestamp, idempotencyKey: key, period: period,
+            limit: .count(limit))
+    }
+
+    @Test("Consume up to a hard limit then refuse; a key counts once; late records count in their own period; gauges set", arguments: StoreBackend.allCases)
+    func recording(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let usage = stores[0].usage
+            let outcomes = try await usage.apply(
+                [
+                    .consume(Self.input("k1", quantity: 3)),
+                    .consume(Self.input("k2", quantity: 3)),  // 3 + 3 > 5: refused
+                    .consume(Self.input("k3", quantity: 2)),
+                    .consume(Self.input("k1", quantity: 3)),  // the same key: counted once
+                    .record(Self.input("k4", quantity: 4)),  // usage that happened is never refused
+                    .record(Self.input("k5", quantity: 7, at: Self.january.start - 10)),  // December's
+                    .consume(Self.input("k6", meter: Self.calls)),
+                    .setGauge(scope: .test, user: "user_1", meter: Self.seats, value: 4, limit: .count(3)),
+                ], now: 1_767_225_700_000)
+            #expect(outcomes.map(\.state.used) == [3, 3, 5, 5, 9, 9, 1, 4])
+            #expect(outcomes[1] == .refused(UsageMeterState(meter: Self.radars, used: 3, limit: .count(5), period: Self.january)))
+            #expect(outcomes[3] == .recorded(UsageMeterState(meter: Self.radars, used: 5, limit: .count(5), period: Self.january), duplicate: true))
+            #expect(outcomes[6] == .recorded(
+                UsageMeterState(meter: Self.calls, used: 1, limit: .count(5), period: Self.january), duplicate: false))
+
+            let states = try await usage.states(
+                scope: .test, user: "user_1",
+                meters: [(Self.radars, Self.january, .count(5)), (Self.seats, nil, .count(3)), (Self.radars, Self.february, .count(5))])
+            #expect(states.map(\.used) == [9, 4, 0])
+            // A new period starts from zero; the records of the old one stay.
+            let february = try await usage.apply([.consume(Self.input("k7", at: Self.february.start, period: Self.february))], now: 0)
+            #expect(february.map(\.state.used) == [1])
+            let january = try await usage.states(scope: .test, user: "user_1", meters: [(Self.radars, Self.january, .count(5))])
+            #expect(january.map(\.used) == [9])
+            // Scopes and users are apart.
+            let other = try await usage.states(
+                scope: ServiceScope(livemode: true), user: "user_1", meters: [(Self.radars, Self.january, .count(5))])
+            #expect(other.map(\.used) == [0])
+        }
+    }
+
+    @Test("Concurrent consumes on two replicas around a hard limit allow exactly the limit", arguments: StoreBackend.allCases)
+    func concurrentConsumes(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend, replicas: 2) { stores in
+            let outcomes = try await withThrowingTaskGroup(of: [UsageOutcome].self) { group in
+                for batch in 0..<10 {
+                    let usage = stores[batch % 2].usage
+                    group.addTask {
+                        try await usage.apply((0..<4).map { .consume(Self.input("b\(batch)-\($0)", limit: 25)) }, now: 0)
+                    }
+                }
+                var all: [UsageOutcome] = []
+                for try await outcomes in group { all += outcomes }
+                return all
+            }
+            let recorded = outcomes.filter { if case .recorded = $0 { true } else { false } }
+            #expect(recorded.count == 25)
+            #expect(outcomes.count - recorded.count == 15)
+            let state = try await stores[0].usage.states(scope: .test, user: "user_1", meters: [(Self.radars, Self.january, .count(25))])
+            #expect(state.map(\.used) == [25])
+        }
+    }
+
+    @Test("The report queue: due in order, claimed, attempted, given up and re-queued; backlog, tally and what was sent", arguments: StoreBackend.allCases)
+    func reportQueue(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let reports = stores[0].usageReports
+            let namespace = try await reports.meterEventNamespace()
+            #expect(try await reports.meterEventNamespace() == namespace)
+            // Accepted at 1,767,225,700 s: due then.
+            _ = try await stores[0].usage.apply(
+                (1...3).map { .record(Self.input("r\($0)", quantity: Int64($0))) } + [.record(Self.input("c1", meter: Self.calls))],
+                now: 1_767_225_700_000)
+            let now: Int64 = 1_767_226_000
+            let due = try await reports.dueReports(livemode: false, now: now, after: nil, limit: 2)
+            #expect(due.map(\.idempotencyKey) == ["r1", "r2"])
+            #expect(due.first?.stripeMeter == "radar_created")
+            #expect(due.first?.recordedAt == 1_767_225_700)
+            #expect(due.first?.state == .pending)
+            let rest = try await reports.dueReports(
+                livemode: false, now: now, after: UsageReportCursor(nextAt: due[1].nextAt, seq: due[1].seq), limit: 10)
+            #expect(rest.map(\.idempotencyKey) == ["r3"])
+            #expect(try await reports.dueReports(livemode: true, now: now, after: nil, limit: 10).isEmpty)
+
+            try await reports.updateReports([
+                .claim(seq: due[0].seq, customer: "cus_1", at: now),
+                .attempted(seq: due[0].seq, attempts: 1, next: .init(state: .reported, nextAt: nil, error: nil, inFlightSince: nil), at: now),
+                .claim(seq: due[1].seq, customer: "cus_1", at: now),
+                .attempted(seq: due[1].seq, attempts: 10, next: .init(state: .failed, nextAt: nil, error: "gave up", inFlightSince: now), at: now),
+                .wait(seq: rest[0].seq, until: now + 3600, note: "no customer yet"),
+            ])
+            var backlog = UsageReportBacklog()
+            backlog.pending = 1
+            backlog.failed = 1
+            backlog.oldestRecordedAt = 1_767_225_700
+            #expect(try await reports.reportBacklog(livemode: false) == backlog)
+            let tally = try await reports.reportTally(scope: .test, user: "user_1", meter: "radars", period: Self.january)
+            #expect(tally.records == [.reported: 1, .failed: 1, .pending: 1])
+            #expect(tally.quantities == [.reported: 1, .failed: 2, .pending: 3])
+
+            let keys = try await reports.reportedUsageKeys(livemode: false, account: nil, since: Self.january.start)
+            #expect(keys == [ReportedUsageKey(scope: .test, user: "user_1", meter: "radars", stripeMeter: "radar_created", customer: "cus_1")])
+            #expect(try await reports.reportedUsageKeys(livemode: false, account: "acct_x", since: Self.january.start).isEmpty)
+            var sent = ReportedUsage()
+            sent.reported = 1
+            sent.unreported = 2
+            sent.lastReportedAt = now
+            sent.inFlight = 1
+            #expect(try await reports.reportedUsage(keys[0], span: Self.january) == sent)
+
+            // Unconfirmed inside Stripe's window: re-queued; past it, only when asked.
+            #expect(try await reports.requeueFailed(livemode: false, resendUnconfirmed: false, now: now + 24 * 3600) == 0)
+            #expect(try await reports.requeueFailed(livemode: false, resendUnconfirmed: true, now: now + 24 * 3600) == 1)
+            let requeued = try await reports.dueReports(livemode: false, now: now + 24 * 3600, after: nil, limit: 10)
+            #expect(requeued.map(\.idempotencyKey) == ["r3", "r2"])
+            let again = try #require(requeued.last)
+            #expect(again.attempts == 0 && again.inFlightSince == nil && again.state == .pending)
+            #expect(again.stripeCustomer == "cus_1")
+        }
+    }
+}

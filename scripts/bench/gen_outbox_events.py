@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Generates the signed Stripe deliveries of scripts/bench-outbox: for each of N users, a
+customer.created tying a customer to the user (metadata.app_user_id), then, in a second file,
+a customer.subscription.created of an active Pro subscription for that customer. Each
+subscription changes its user's view: two outbound events (subscription.started and
+entitlement.updated).
+
+Output lines: `<Stripe-Signature>\\t<compact JSON body>`, as scripts/bench/ingest.lua reads them.
+The secret comes from STRIPE_WEBHOOK_SECRET in the environment. Standard library only.
+"""
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import sys
+import time
+
+API_VERSION = "2026-10-28.clover"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--users", type=int, required=True)
+    parser.add_argument("--run", required=True, help="run tag, part of every id")
+    parser.add_argument("--fixtures", required=True, help="the Fixtures/objects directory")
+    parser.add_argument("--customers", required=True, help="file of customer.created deliveries")
+    parser.add_argument("--subscriptions", required=True, help="file of customer.subscription.created deliveries")
+    args = parser.parse_args()
+    secret = os.environ.get("STRIPE_WEBHOOK_SECRET", "")
+    if not secret.startswith("whsec_"):
+        print("gen_outbox_events: STRIPE_WEBHOOK_SECRET must be set", file=sys.stderr)
+        return 2
+    with open(os.path.join(args.fixtures, "customer.json")) as f:
+        customer_template = json.load(f)
+    with open(os.path.join(args.fixtures, "subscription.json")) as f:
+        subscription_template = json.load(f)
+    key = secret.encode()
+    now = int(time.time())
+
+    def line(event_id, event_type, obj, created):
+        body = json.dumps({
+            "id": event_id, "object": "event", "api_version": API_VERSION, "created": created, "livemode": False,
+            "pending_webhooks": 1, "type": event_type, "data": {"object": obj},
+            "request": {"id": None, "idempotency_key": None},
+        }, separators=(",", ":"))
+        signature = hmac.new(key, f"{now}.{body}".encode(), hashlib.sha256).hexdigest()
+        return f"t={now},v1={signature}\t{body}\n"
+
+    with open(args.customers, "w") as customers, open(args.subscriptions, "w") as subscriptions:
+        for n in range(args.users):
+            customer_id = f"cus_{args.run}{n}"
+            customer = dict(customer_template, id=customer_id, livemode=False, metadata={"app_user_id": f"user_{args.run}_{n}"})
+            customers.write(line(f"evt_{args.run}c{n}", "customer.created", customer, now - 100))
+            subscription = json.loads(json.dumps(subscription_template))
+            subscription.update(id=f"sub_{args.run}{n}", customer=customer_id, status="active", livemode=False)
+            item = subscription["items"]["data"][0]
+            item.update(id=f"si_{args.run}{n}", subscription=subscription["id"], quantity=1,
+                        current_period_start=now - 60, current_period_end=now + 30 * 86400)
+            item["price"] = dict(item["price"], id="price_ProMonthly", lookup_key="pro_monthly", product="prod_Pro")
+            item.pop("plan", None)
+            subscription["items"]["data"] = [item]
+            subscriptions.write(line(f"evt_{args.run}s{n}", "customer.subscription.created", subscription, now - 50))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
