@@ -149,6 +149,7 @@ let package = Package(
                 "AppStoreAPI",
                 "StripeAPI",
                 "StripeFake",
+                "AppStoreFake",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),

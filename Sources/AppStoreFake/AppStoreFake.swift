@@ -47,6 +47,11 @@ public final class AppStoreFake: Sendable {
         public var pki: AppStoreTestPKI?
         /// Seeds identifiers (order ids, notification UUIDs): the same seed gives the same ids.
         public var seed: UInt64
+        /// Where transaction and web order line item ids start counting, past the environment's
+        /// 16-digit base (`2000000…` in Sandbox); 0 starts them at `…100000001`. A fake that
+        /// restarts while the ledger it feeds lives on starts each run elsewhere, so that a new
+        /// purchase never takes an id an earlier run gave another.
+        public var idOffset: UInt64 = 0
         /// Keep every request for ``AppStoreFake/requests``; turn off for long benchmarks.
         public var recordsRequests: Bool
         /// How often to run renewals and expiries that fall due while nobody asks (with a wall

@@ -42,9 +42,9 @@ struct DaemonTests {
     }
 
     /// `serve --local` without a Stripe key, with the service API on and the free-pro-team plans.
-    func startLocal(_ ledger: TemporaryLedger) async throws -> (BillingDaemon, Task<Void, any Error>, Int) {
+    func startLocal(_ ledger: TemporaryLedger, plans catalog: String = "free-pro-team.yaml") async throws -> (BillingDaemon, Task<Void, any Error>, Int) {
         let plans = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/plans/free-pro-team.yaml").path
+            .appendingPathComponent("Fixtures/plans/\(catalog)").path
         let settings = try Settings.load(
             environment: ["BILLINGD_PORT": "0", "BILLINGD_API_TOKENS": Self.token, "BILLINGD_PLANS": plans], configFile: nil)
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
@@ -245,5 +245,82 @@ struct DaemonTests {
 
         await daemon.shutdown()
         try await running.value
+    }
+
+    @Test(
+        "In local mode, serve's App Store fake acts out `appstore trigger` and sends the notifications; the service API follows, `appstore history` reaches the fake, and a trigger the state forbids says what would work (issue 17 item 4)",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+    func appStoreThroughLocalFake() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let (daemon, running, port) = try await startLocal(ledger, plans: "usage.yaml")
+        let base = "http://127.0.0.1:\(port)"
+        let environment = ["BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path, "BILLINGD_PORT": "\(port)"]
+        func trigger(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+            try await billingd(["appstore", "trigger"] + arguments + ["--product", "com.example.pro.monthly"], environment: environment)
+        }
+        /// The subscription view once the applier has caught up with what the trigger stored.
+        func subscription(_ user: String, until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+            var json: [String: Any] = [:]
+            for _ in 0..<100 {
+                json = try await get("\(base)/v1/users/\(user)/subscription", token: Self.token).json
+                if done(json) { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            return json
+        }
+
+        let bought = try await trigger(["SUBSCRIBED", "--user", "user_ios"])
+        #expect(bought.status == 0, "\(bought.stderr)")
+        #expect(bought.stdout.contains("SUBSCRIBED/INITIAL_BUY") && bought.stdout.contains("sent by serve's local App Store fake"), "\(bought.stdout)")
+        let original = try #require(bought.stdout.firstMatch(of: /original transaction (\d{16})/)?.1).description
+        let pro = try await subscription("user_ios") { $0["plan"] as? String == "pro" }
+        #expect(pro["plan"] as? String == "pro" && pro["source"] as? String == "app_store", "\(pro)")
+        #expect(pro["subscription_id"] as? String == original, "\(pro)")
+
+        // `inspect` finds the purchase by its original transaction id, with its owner and events.
+        let inspected = try await billingd(["inspect", original], environment: environment)
+        #expect(inspected.status == 0, "\(inspected.stderr)")
+        let view = try #require(try JSONSerialization.jsonObject(with: Data(inspected.stdout.utf8)) as? [String: Any])
+        let object = try #require(view["object"] as? [String: Any])
+        #expect(object["kind"] as? String == "app_store_subscription" && object["product_id"] as? String == "com.example.pro.monthly")
+        #expect((object["owner"] as? [String: Any])?["app_user_id"] as? String == "user_ios", "\(object)")
+        #expect((object["transactions"] as? [[String: Any]])?.count == 1)
+        #expect((view["events"] as? [[String: Any]])?.first?["type"] as? String == "SUBSCRIBED")
+
+        // The fake holds the purchase: the Server API's history of it comes from the fake.
+        let history = try await billingd(["appstore", "history", original], environment: environment)
+        #expect(history.status == 0, "\(history.stderr)")
+        #expect(history.stdout.contains("1 transactions in Sandbox") && history.stdout.contains(original), "\(history.stdout)")
+
+        let failed = try await trigger(["DID_FAIL_TO_RENEW", "--subtype", "GRACE_PERIOD", "--user", "user_ios"])
+        #expect(failed.status == 0 && failed.stdout.contains("DID_FAIL_TO_RENEW/GRACE_PERIOD"), "\(failed.stdout) \(failed.stderr)")
+        let grace = try await subscription("user_ios") { $0["billing_issue"] as? Bool == true }
+        #expect(grace["billing_issue"] as? Bool == true && grace["plan"] as? String == "pro", "\(grace)")
+
+        // A plain renewal cannot happen while payment fails: refused with what would work.
+        let refused = try await trigger(["DID_RENEW", "--user", "user_ios"])
+        #expect(refused.status == 1, "\(refused.stdout)")
+        #expect(refused.stderr.contains("--subtype BILLING_RECOVERY"), "\(refused.stderr)")
+
+        let refunded = try await trigger(["REFUND", "--user", "user_ios"])
+        #expect(refunded.status == 0 && refunded.stdout.contains("REFUND"), "\(refunded.stderr)")
+        let free = try await subscription("user_ios") { $0["plan"] as? String == "free" }
+        #expect(free["plan"] as? String == "free", "\(free)")
+
+        // Expiry after billing retry walks the subscription through every notification on the way.
+        _ = try await trigger(["SUBSCRIBED", "--user", "user_retry"])
+        let expired = try await trigger(["EXPIRED", "--subtype", "BILLING_RETRY", "--user", "user_retry"])
+        #expect(expired.status == 0, "\(expired.stderr)")
+        let sent = expired.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
+        #expect(sent == ["DID_FAIL_TO_RENEW", "EXPIRED/BILLING_RETRY"], "\(expired.stdout)")
+
+        await daemon.shutdown()
+        try await running.value
+
+        // serve is gone: the trigger says so, signs the notification itself, and finds no one to post to.
+        let stopped = try await trigger(["SUBSCRIBED", "--user", "user_late"])
+        #expect(stopped.status == 69, "\(stopped.stdout)")
+        #expect(stopped.stderr.contains("local App Store fake") && stopped.stderr.contains("did not answer"), "\(stopped.stderr)")
     }
 }

@@ -46,7 +46,7 @@ public final class AppStoreClient: Sendable {
     ///   - path: with its ids, e.g. `/inApps/v1/transactions/2000000123456789`.
     ///   - route: the same with ids replaced, for logs and errors.
     ///   - query: already encoded, without `?`.
-    func send(
+    package func send(
         _ method: HTTPTransportMethod, path: String, route: String, query: String = "", json body: [UInt8] = [],
         priority: RequestPriority
     ) async throws(AppStoreAPIError) -> [UInt8] {

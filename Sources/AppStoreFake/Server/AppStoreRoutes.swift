@@ -68,6 +68,13 @@ enum AppStoreRoutes {
             let id = try context.parameters.require("transactionId")
             return WireJSON.response(try await store.refundHistory(id, revision: request.uri.queryParameters.get("revision")))
         }
+        // Not Apple's: billingd's local mode acts out a notification (`billingd appstore trigger`).
+        inApps.post("v1/test_helpers/billingd/trigger") { _, context in
+            guard let body = try? JSONDecoder().decode(FakeAppStore.TriggerRequest.self, from: Data(context.body)) else {
+                throw AppStoreFake.APIError.generalBadRequest
+            }
+            return WireJSON.response(try await store.trigger(body))
+        }
         return router
     }
 }

@@ -87,7 +87,7 @@ extension FakeAppStore {
         }
     }
 
-    private func runDueEvent(of subscription: SubscriptionRecord, at date: Int64) {
+    func runDueEvent(of subscription: SubscriptionRecord, at date: Int64) {
         var subscription = subscription
         switch subscription.phase {
         case .active where !subscription.autoRenew:

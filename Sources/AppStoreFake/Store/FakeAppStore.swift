@@ -59,7 +59,7 @@ actor FakeAppStore {
         signer = PayloadSigner(pki: pki)
         timing = configuration.retryTiming ?? .default(for: configuration.environment)
         products = Dictionary(configuration.products.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
-        ids = IdentifierGenerator(environment: configuration.environment, seed: configuration.seed)
+        ids = IdentifierGenerator(environment: configuration.environment, seed: configuration.seed, offset: configuration.idOffset)
         notificationURL = configuration.notificationURL
         recorded = configuration.recordsRequests ? [] : nil
         (deliveryWakeups, wakeDelivery) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))

@@ -8,12 +8,14 @@ struct IdentifierGenerator: Sendable {
     private var nextLineItem: UInt64
     private static let orderAlphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ0123456789".utf8)
 
-    /// Sandbox ids start with 2000000, Production ids with 1000000 (16 digits), as Apple's do.
-    init(environment: AppStoreEnvironment, seed: UInt64) {
+    /// Sandbox ids start with 2000000, Production ids with 1000000 (16 digits), as Apple's do;
+    /// `offset` (below 10^14, so that they keep 16 digits) moves where they count from.
+    init(environment: AppStoreEnvironment, seed: UInt64, offset: UInt64 = 0) {
         random = SplitMix64(seed: seed)
         let base: UInt64 = environment == .production ? 1_000_000_000_000_000 : 2_000_000_000_000_000
-        nextTransaction = base + 100_000_000
-        nextLineItem = base + 50_000_000
+        let offset = offset % 100_000_000_000_000
+        nextTransaction = base + 100_000_000 + offset
+        nextLineItem = base + 50_000_000 + offset
     }
 
     mutating func transactionID() -> String {

@@ -12,7 +12,8 @@ struct TransactionRecord: Sendable {
     let type: String
     let purchaseDate: Int64
     let originalPurchaseDate: Int64
-    let expiresDate: Int64?
+    /// Moved earlier only when a trigger ends the current period now (see ``FakeAppStore/runNextChangeNow(_:)``).
+    var expiresDate: Int64?
     let appAccountToken: String?
     /// `PURCHASE` or `RENEWAL`.
     let reason: String
@@ -49,6 +50,25 @@ enum SubscriptionPhase: Sendable, Equatable {
         case .billingRetry: .billingRetry
         case .expired: .expired
         case .revoked: .revoked
+        }
+    }
+
+    /// In a grace period or billing retry: a renewal failed and Apple is still trying.
+    var isRetrying: Bool {
+        switch self {
+        case .gracePeriod, .billingRetry: true
+        default: false
+        }
+    }
+
+    /// How a message names the phase.
+    var name: String {
+        switch self {
+        case .active: "active"
+        case .gracePeriod: "in its billing grace period"
+        case .billingRetry: "in billing retry"
+        case .expired: "expired"
+        case .revoked: "revoked (refunded)"
         }
     }
 }

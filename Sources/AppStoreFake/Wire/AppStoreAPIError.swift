@@ -62,6 +62,17 @@ extension AppStoreFake {
             4_040_008, "Either the test notification token is expired or the notification and status are not yet available.")
         public static let transactionIDNotFound = notFound(4_040_010, "Transaction id not found.")
 
+        /// Not Apple's: the trigger helper of billingd's local mode cannot act out this
+        /// notification in the subscription's state (409, with what to do instead).
+        public static func cannotTrigger(_ message: String) -> APIError {
+            APIError(status: .conflict, errorCode: 4_090_000, errorMessage: message)
+        }
+
+        /// Not Apple's: the trigger helper does not act out this notification type or subtype.
+        public static func unsupportedTrigger(_ message: String) -> APIError {
+            bad(4_000_018, message)
+        }
+
         /// 429, with `Retry-After` when given.
         public static func rateLimitExceeded(retryAfter: Int? = nil) -> APIError {
             APIError(status: .tooManyRequests, errorCode: 4_290_000, errorMessage: "Rate limit exceeded.", retryAfter: retryAfter)

@@ -1,3 +1,4 @@
+import AppStoreAPI
 import ArgumentParser
 import BillingCore
 import BillingServer
@@ -19,7 +20,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
         commandName: "trigger",
         abstract: "Send a signed sample App Store notification to billingd in local mode (like `billingd trigger` for Stripe).",
         discussion: """
-            Signs with the local App Store PKI that `billingd serve --local` generates and trusts (only in local mode). The notification is in the Sandbox environment (test mode). Repeated triggers for the same --user and --product continue the same subscription (one original transaction), so a lifecycle can be walked through:
+            While `billingd serve --local` runs its App Store fake (no In-App Purchase key set), the fake acts the notification out: it makes the change after which Apple sends it (now, ending the current period early for a renewal, failure or expiry), sends it and anything the change brings with it to serve, and the command waits until serve has stored each. A change the subscription's state does not allow is refused (exit 1) with what would work. Other types, --url and --print sign the notification here with the local App Store PKI that serve generates and trusts (only in local mode). Notifications are in the Sandbox environment (test mode). Repeated triggers for the same --user and --product continue the same subscription (one original transaction), so a lifecycle can be walked through:
 
               billingd appstore trigger SUBSCRIBED --subtype INITIAL_BUY --user user_42 --product com.example.pro.monthly
               billingd appstore trigger DID_FAIL_TO_RENEW --subtype GRACE_PERIOD --user user_42 --product com.example.pro.monthly
@@ -82,6 +83,12 @@ struct AppStoreTrigger: AsyncParsableCommand {
             try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
             return
         }
+        if !print, url == nil,
+            let client = try await LocalAppStoreFake.client(settings: settings, store: store, logger: global.logger("billingd.appstore", settings: settings)),
+            try await triggerThroughFake(client, appAccountToken: token, store: store, databasePath: settings.databasePath)
+        {
+            return
+        }
         // A renewal or a new purchase is a new transaction; anything else (a failed renewal, a
         // refund, a change of renewal preference) is about the subscription's current one.
         let original = AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product)
@@ -102,6 +109,40 @@ struct AppStoreTrigger: AsyncParsableCommand {
                 label: "\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID)",
                 example: "http://127.0.0.1:8080/webhooks/appstore")
         }
+    }
+
+    /// Has serve's local App Store fake act the notification out (it then sends it, and what
+    /// comes with it, to serve), and waits until each is in the inbox. False when the fake does
+    /// not answer or does not act out this type: the caller signs the notification itself.
+    private func triggerThroughFake(_ client: AppStoreClient, appAccountToken: String?, store: SQLiteLedgerStore, databasePath: String) async throws -> Bool {
+        let fake = client.configuration.baseURL
+        let triggered: LocalAppStoreFake.Triggered
+        do {
+            triggered = try await LocalAppStoreFake.trigger(
+                client, notificationType: notificationType, subtype: subtype, productID: product, appAccountToken: appAccountToken)
+        } catch where error.kind == .transport {
+            Output.note("serve's local App Store fake at \(fake) did not answer (is `billingd serve --local` running?); signing the notification here instead.")
+            return false
+        } catch where error.kind == .invalidRequest && error.status == 400 {
+            Output.note("\(error.message) Signing \(notificationType) here instead: lookups and reconcile will not know it.")
+            return false
+        } catch {
+            // The fake refuses what the subscription's state does not allow, and says what would.
+            throw CommandFailure(.failed, "\(error.message)")
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        for sent in triggered.notifications {
+            while !(try await store.inbox.contains(eventID: sent.notificationUUID, account: "appstore:Sandbox", livemode: false)) {
+                guard ContinuousClock.now < deadline else {
+                    throw CommandFailure(
+                        .unavailable,
+                        "serve's local App Store fake sent \(sent.label) \(sent.notificationUUID), but it is not in this ledger's inbox after 10 s: is `billingd serve --local` running on \(databasePath)? Its log says why a delivery failed.")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            Swift.print("\(sent.label) \(sent.notificationUUID) → sent by serve's local App Store fake and stored (original transaction \(triggered.originalTransactionId))")
+        }
+        return true
     }
 
     /// Distinct notifications (each its own original transaction), signed once each.

@@ -48,9 +48,9 @@ struct AppStoreReconcile: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore.reconcile", settings: settings)
-        let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
+        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
         var options = AppStoreReconciler.Options()
         options.dryRun = dryRun
         options.since = since.flatMap(UTCTimestamp.parse)
@@ -133,9 +133,9 @@ struct AppStoreLookup: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
+        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
         let ledger = store.appStore
         var rows: [[String: any Sendable]] = []
         for client in clients {
@@ -210,9 +210,9 @@ struct AppStoreHistory: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
         let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
+        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
         for client in clients {
             let history: [AppStoreSignedTransaction]
             do {
@@ -284,10 +284,10 @@ struct AppStoreTestNotification: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        let clients = try AppStoreClients.select(settings, environment: environment, logger: logger)
-        guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
         let store = try global.openAnnouncingDatabase(settings)
         defer { try? store.close() }
+        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
+        guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
         let inbox = store.inbox
         let environment = client.configuration.environment
         do {

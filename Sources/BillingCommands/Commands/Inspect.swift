@@ -7,9 +7,9 @@ import Foundation
 struct Inspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the ledger's view of an object as JSON, with the events that shaped it.",
-        discussion: "Works for any id the ledger keeps: cus_…, sub_…, in_…, pm_…, price_…, prod_…, cs_…; for active entitlements, the customer id finds the summary.")
+        discussion: "Works for any id the ledger keeps: cus_…, sub_…, in_…, pm_…, price_…, prod_…, cs_…; for active entitlements, the customer id finds the summary. An App Store original transaction id gives the subscription with its transactions, renewal info and owner; any other transaction id gives that transaction.")
 
-    @Argument(help: ArgumentHelp("The Stripe object id.", valueName: "id"))
+    @Argument(help: ArgumentHelp("A Stripe object id, or an App Store (original) transaction id.", valueName: "id"))
     var id: String
 
     @OptionGroup var global: GlobalOptions

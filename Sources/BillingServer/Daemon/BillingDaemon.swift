@@ -83,7 +83,7 @@ public struct BillingDaemon: Sendable {
             sender?.wake()
         })
         // What can fail on the settings, before anything is started.
-        let appStoreClients = try settings.appStoreClients(logger: logger)
+        var appStoreClients = try settings.appStoreClients(logger: logger)
         let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
         let appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
 
@@ -100,6 +100,25 @@ public struct BillingDaemon: Sendable {
                 await localStripe.fake.stop()
                 throw error
             }
+        }
+        // Local mode without an In-App Purchase key: the App Store Server API goes to a fake
+        // that signs with the local PKI and sends its notifications here.
+        let localAppStore: LocalAppStore?
+        if isLocal, appStoreClients.isEmpty, let localPKI, let appStoreVerifier, settings.appStoreEnvironments.contains(.sandbox) {
+            do {
+                localAppStore = try await LocalAppStore.start(
+                    settings: settings, pki: localPKI, verifier: appStoreVerifier, catalog: catalog ?? .freeOnly, store: store,
+                    logger: logger)
+            } catch {
+                await localStripe?.fake.stop()
+                throw error
+            }
+        } else {
+            localAppStore = nil
+        }
+        if let localAppStore {
+            appStoreClients[.sandbox] = localAppStore.client
+            services.append(.init(service: localAppStore))
         }
         services.append(.init(service: applier))
         if let sender { services.append(.init(service: sender)) }
@@ -131,6 +150,11 @@ public struct BillingDaemon: Sendable {
                 "LOCAL MODE: no STRIPE_API_KEY; Checkout, Portal and cancel go to a Stripe fake on \(localStripe.fake.baseURL), selling the plan catalog's \(localStripe.prices) price(s). Open a Checkout URL to pay it; the fake's webhooks come back here.")
         } else if stripe == nil {
             logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
+        }
+
+        if let localAppStore {
+            logger.warning(
+                "LOCAL MODE: no App Store In-App Purchase key; the App Store Server API goes to an App Store fake on \(localAppStore.baseURL) (Sandbox: a month lasts five minutes). `billingd appstore trigger SUBSCRIBED --user user_42` buys through it; its notifications come back here.")
         }
 
         var dependencies = BillingServerDependencies(
@@ -170,6 +194,7 @@ public struct BillingDaemon: Sendable {
             settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
             appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
         if let localStripe { startup["stripe_api"] = "local fake at \(localStripe.fake.baseURL)" }
+        if let localAppStore { startup["app_store_api"] = "local fake at \(localAppStore.baseURL)" }
         let webhookSecret = secrets[0]
         let summary = startup
         // Where this machine reaches the server: loopback when it listens on every address.
@@ -186,6 +211,7 @@ public struct BillingDaemon: Sendable {
             metadata["address"] = "http://\(settings.host):\(port)"
             logger.notice("billingd listening", metadata: metadata)
             await localStripe?.deliver(to: "http://\(reachableHost):\(port)/webhooks/stripe", secret: webhookSecret)
+            await localAppStore?.deliver(to: "http://\(reachableHost):\(port)/webhooks/appstore")
             await onListening(port)
         }
         // Reverse start order on shutdown: the server stops taking deliveries first, then the

@@ -67,8 +67,46 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
                 let events = try InboxQueue.events(about: id, db: db).map { Self.dictionary($0, skipping: []) }
                 return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
             }
-            return nil
+            return try Self.inspectAppStore(id: id, db: db)
         }
+    }
+
+    /// An App Store purchase by original transaction id (the subscription with its transactions
+    /// and owner), else one transaction by its id; nil when neither is in the ledger.
+    static func inspectAppStore(id: String, db: Database) throws -> [String: any Sendable]? {
+        func rows(_ table: String, where condition: String) throws -> [[String: any Sendable]] {
+            let booleans = try booleanColumns(table, db: db)
+            return try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE \(condition) ORDER BY environment", arguments: [id]).map { row in
+                var view = dictionary(row, skipping: ["raw", "renewalRaw"], booleans: booleans)
+                for column in ["raw", "renewalRaw"] {
+                    if let raw = row[column] as Data?, let object = try? JSONSerialization.jsonObject(with: raw) {
+                        view[snakeCase(column)] = LedgerJSON(object)
+                    }
+                }
+                return view
+            }
+        }
+        var views = try rows("appStoreSubscription", where: "originalTransactionID = ?")
+        let original: String
+        if views.isEmpty {
+            views = try rows("appStoreTransaction", where: "transactionID = ?")
+            guard let first = views.first, let originalID = first["original_transaction_id"] as? String else { return nil }
+            for index in views.indices { views[index]["kind"] = "app_store_transaction" }
+            original = originalID
+        } else {
+            for index in views.indices {
+                let environment = views[index]["environment"] as? String ?? ""
+                views[index]["kind"] = "app_store_subscription"
+                views[index]["transactions"] = try rows("appStoreTransaction", where: "originalTransactionID = ?")
+                    .filter { $0["environment"] as? String == environment }
+                    .map { transaction in transaction.filter { $0.key != "raw" } }
+                views[index]["owner"] = try rows("appStoreOwner", where: "originalTransactionID = ?")
+                    .first { $0["environment"] as? String == environment }
+            }
+            original = id
+        }
+        let events = try InboxQueue.events(about: original, db: db).map { dictionary($0, skipping: []) }
+        return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
     }
 
     /// Every ledger row of every table, ordered, as text: two ledgers with the same dump hold
