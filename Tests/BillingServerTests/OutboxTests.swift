@@ -554,3 +554,28 @@ struct OutboxDaemonTests {
         }
     }
 }
+
+@Suite("billingd outbox, the commands")
+struct OutboxCommandTests {
+    @Test(
+        "send-test names each endpoint with the credentials in its URL masked, and exits 69 when one does not accept",
+        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+    func sendTestMasksCredentials() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        // Port 9 (discard) on loopback: nothing listens, so the post fails fast.
+        let url = "http://hook:hunter2hunter2@127.0.0.1:9/billing?token=tok_live_abcdef123456&v=1"
+        let result = try await billingd(
+            ["outbox", "send-test"],
+            environment: [
+                "BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path,
+                "BILLINGD_APP_WEBHOOK_URL": url, "BILLINGD_APP_WEBHOOK_SECRET": StandardWebhookSigner.generateSecret(),
+                "BILLINGD_APP_WEBHOOK_CONNECT_TIMEOUT": "1s",
+            ])
+        #expect(result.status == 69, "\(result.stderr)")
+        let output = result.stdout + result.stderr
+        #expect(output.contains("127.0.0.1:9/billing"), "the endpoint is named: \(output)")
+        #expect(!output.contains("hunter2hunter2") && !output.contains("tok_live_abcdef123456"), "\(output)")
+        #expect(output.contains("v=1"), "a short query value is no secret: \(output)")
+    }
+}

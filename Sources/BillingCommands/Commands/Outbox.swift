@@ -52,7 +52,7 @@ struct Outbox: AsyncParsableCommand {
                 return
             }
             for (url, at) in disabled.sorted(by: { $0.key < $1.key }) {
-                Output.note("endpoint \(url) is disabled since \(Output.iso8601(seconds: at / 1000)) (410 Gone); `billingd outbox enable \(url)` sends to it again")
+                Output.note("endpoint \(shown(url)) is disabled since \(Output.iso8601(seconds: at / 1000)) (410 Gone); `billingd outbox enable \(shown(url))` sends to it again")
             }
             if messages.isEmpty {
                 print("No outbound events\(status.map { " with status \($0.rawValue)" } ?? "").")
@@ -62,7 +62,7 @@ struct Outbox: AsyncParsableCommand {
                 ["id", "type", "user", "status", "attempts", "created", "endpoint", "last error"],
                 messages.map { message in
                     [message.event.id, message.event.type, message.event.user, message.status.rawValue, String(message.attempts),
-                     Output.iso8601(seconds: message.event.createdAt / 1000), message.endpoint, message.lastError ?? ""]
+                     Output.iso8601(seconds: message.event.createdAt / 1000), shown(message.endpoint), message.lastError ?? ""]
                 }))
         }
 
@@ -70,7 +70,7 @@ struct Outbox: AsyncParsableCommand {
             var object: [String: Any] = [
                 "seq": message.seq, "id": message.event.id, "type": message.event.type, "user": message.event.user,
                 "livemode": message.event.scope.livemode, "status": message.status.rawValue, "attempts": message.attempts,
-                "created_at": message.event.createdAt, "endpoint": message.endpoint,
+                "created_at": message.event.createdAt, "endpoint": shown(message.endpoint),
             ]
             object["account"] = message.event.scope.account.isEmpty ? NSNull() : message.event.scope.account
             object["next_attempt_at"] = message.nextAttemptAt ?? NSNull()
@@ -125,9 +125,9 @@ struct Outbox: AsyncParsableCommand {
             let store = try global.openDatabase(settings)
             defer { try? store.close() }
             guard try await store.outbox.enableEndpoint(url) else {
-                throw CommandFailure.notFound("\(url) is not disabled.")
+                throw CommandFailure.notFound("\(shown(url)) is not disabled.")
             }
-            print("Enabled \(url); its waiting events go out in order.")
+            print("Enabled \(shown(url)); its waiting events go out in order.")
         }
     }
 
@@ -168,10 +168,10 @@ struct Outbox: AsyncParsableCommand {
                     let response = try await transport.perform(request)
                     let ok = (200..<300).contains(response.status)
                     if !ok { failed += 1 }
-                    print("\(url): HTTP \(response.status)\(ok ? "" : " (not 2xx: check the endpoint and that it verifies with this secret)")")
+                    print("\(shown(url)): HTTP \(response.status)\(ok ? "" : " (not 2xx: check the endpoint and that it verifies with this secret)")")
                 } catch {
                     failed += 1
-                    print("\(url): \(error)")
+                    print(shown(url) + ": " + Redaction.mask("\(error)", secrets: Settings.credentials(in: url)))
                 }
             }
             if failed > 0 { throw CommandFailure(.unavailable, "\(failed) of \(settings.appWebhookURLs.count) endpoint(s) did not accept the test event.") }
@@ -180,3 +180,15 @@ struct Outbox: AsyncParsableCommand {
 }
 
 extension OutboxStatus: ExpressibleByArgument {}
+
+/// An endpoint URL as the outbox commands print it: a password or query value in it (a token
+/// some receivers take in the URL) masked as in the logs.
+func shown(_ url: String) -> String {
+    let credentials = Set(Settings.credentials(in: url))
+    guard !credentials.isEmpty, var components = URLComponents(string: url) else { return url }
+    if components.password.map(credentials.contains) == true { components.password = "***" }
+    components.queryItems = components.queryItems?.map { item in
+        item.value.map(credentials.contains) == true ? URLQueryItem(name: item.name, value: "***") : item
+    }
+    return components.string ?? Redaction.mask(url, secrets: Array(credentials))
+}

@@ -354,7 +354,7 @@ public struct Settings: Sendable {
     }
 
     /// The password and query values of a URL: what an endpoint's address may carry as a secret.
-    static func credentials(in url: String) -> [String] {
+    public static func credentials(in url: String) -> [String] {
         guard let components = URLComponents(string: url) else { return [] }
         let values = [components.password] + (components.queryItems ?? []).map(\.value)
         return values.compactMap { $0 }.filter { $0.utf8.count >= 8 }
