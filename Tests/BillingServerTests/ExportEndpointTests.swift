@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import BillingCore
 import BillingServer
 import BillingStore
@@ -7,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import NIOHTTP1
 import Testing
 
 /// A ledger with a few invoices applied from real Stripe events.
@@ -187,13 +189,18 @@ struct ExportEndpointTests {
         logger.logLevel = .critical
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)
         try await app.test(.live) { client in
-            try await client.execute(uri: "/v1/exports/invoices?format=jsonl&lines=true", method: .get, headers: bearer("Bearer \(token)")) { response in
-                #expect(response.status == .ok)
-                #expect(response.headers[.contentLength] == nil)
-                #expect(response.headers[.transferEncoding] == "chunked")
-                #expect(String(buffer: response.body) == expected)
-                #expect(String(buffer: response.body).split(separator: "\n").count == 40)
-            }
+            // AsyncHTTPClient with a generous deadline rather than the test client's fixed 20 s
+            // read timeout, which a loaded machine running the whole suite can exceed.
+            let port = try #require(client.port)
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/exports/invoices?format=jsonl&lines=true")
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
+            #expect(response.status == .ok)
+            #expect(response.headers["content-length"].isEmpty)
+            #expect(response.headers["transfer-encoding"] == ["chunked"])
+            let body = String(buffer: try await response.body.collect(upTo: 1 << 24))
+            #expect(body == expected)
+            #expect(body.split(separator: "\n").count == 40)
         }
     }
 
