@@ -278,6 +278,18 @@ struct DaemonTests {
         #expect(pro["plan"] as? String == "pro" && pro["source"] as? String == "app_store", "\(pro)")
         #expect(pro["subscription_id"] as? String == original, "\(pro)")
 
+        // The purchase as the device holds it, forwarded by the app as the README shows: idempotent.
+        let jws = try #require(bought.stdout.split(separator: "\n").last.map(String.init))
+        #expect(jws.hasPrefix("eyJ") && jws.split(separator: ".").count == 3, "\(bought.stdout)")
+        var forward = HTTPClientRequest(url: "\(base)/v1/users/user_ios/appstore/transactions")
+        forward.method = .POST
+        forward.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
+        forward.headers.add(name: "Content-Type", value: "application/json")
+        forward.body = .bytes(ByteBuffer(string: #"{"signed_transaction": "\#(jws)"}"#))
+        let forwarded = try await HTTPClient.shared.execute(forward, timeout: .seconds(30))
+        let forwardedBody = String(buffer: try await forwarded.body.collect(upTo: 1 << 20))
+        #expect(forwarded.status.code == 200 && forwardedBody.contains(#""plan":"pro""#), "\(forwardedBody)")
+
         // `inspect` finds the purchase by its original transaction id, with its owner and events.
         let inspected = try await billingd(["inspect", original], environment: environment)
         #expect(inspected.status == 0, "\(inspected.stderr)")

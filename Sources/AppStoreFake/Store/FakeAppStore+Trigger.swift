@@ -25,6 +25,9 @@ extension FakeAppStore {
         /// The purchase acted on (for `ONE_TIME_CHARGE`, the new purchase's transaction id).
         let originalTransactionId: String
         let transactionId: String?
+        /// For a purchase (`SUBSCRIBED`, `ONE_TIME_CHARGE`), the new transaction as the buyer's
+        /// device holds it (`Transaction.jwsRepresentation`), for the app to forward.
+        let signedTransaction: String?
         /// Every notification the change sent, in order.
         let notifications: [Sent]
     }
@@ -146,7 +149,11 @@ extension FakeAppStore {
             throw .generalInternal
         }
         let sent = notifications[before...].map { TriggerResult.Sent(notificationUUID: $0.uuid, notificationType: $0.type, subtype: $0.subtype) }
-        return TriggerResult(originalTransactionId: acted.originalTransactionID, transactionId: acted.transactionID, notifications: sent)
+        let purchased = ["SUBSCRIBED", "ONE_TIME_CHARGE"].contains(request.notificationType)
+        let signed = purchased ? acted.transactionID.flatMap { transactions[$0] }.map(signedTransaction) : nil
+        return TriggerResult(
+            originalTransactionId: acted.originalTransactionID, transactionId: acted.transactionID, signedTransaction: signed,
+            notifications: sent)
     }
 
     /// The buyer's latest subscription to `productID` (bought as it, or renewing into it).

@@ -142,6 +142,10 @@ struct AppStoreTrigger: AsyncParsableCommand {
             }
             Swift.print("\(sent.label) \(sent.notificationUUID) → sent by serve's local App Store fake and stored (original transaction \(triggered.originalTransactionId))")
         }
+        if let signed = triggered.signedTransaction {
+            Swift.print("Transaction.jwsRepresentation, as the device holds it (the app forwards it to POST /v1/users/USER/appstore/transactions):")
+            Swift.print(signed)
+        }
         return true
     }
 

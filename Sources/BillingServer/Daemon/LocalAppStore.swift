@@ -122,6 +122,8 @@ public enum LocalAppStoreFake {
     public struct Triggered: Decodable, Sendable, Equatable {
         public let originalTransactionId: String
         public let transactionId: String?
+        /// For a purchase, its transaction as the device holds it (`Transaction.jwsRepresentation`).
+        public let signedTransaction: String?
         public let notifications: [Sent]
     }
 
