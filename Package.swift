@@ -202,7 +202,8 @@ let package = Package(
             name: "BillingStoreTests",
             dependencies: [
                 "BillingTestSupport", "BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "CSV", package: "CSV.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "CSV", package: "CSV.swift"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -2,6 +2,7 @@ import BillingCore
 import BillingStore
 import Foundation
 import GRDB
+import NIOCore
 import PostgresNIO
 import Testing
 
@@ -16,6 +17,10 @@ struct LedgerUnderTest: Sendable {
     /// One column of one ledger row by id, as text (booleans as 1 and 0 on both backends); nil
     /// when the row is missing or the value is NULL.
     let value: @Sendable (_ table: String, _ id: String, _ column: String) async throws -> String?
+    /// The whole store, for the roles beyond the ledger's core (reconcile, App Store, outbox).
+    let store: any LedgerStore
+    /// Runs one statement the test spells (both dialects read it alike).
+    let execute: @Sendable (_ sql: String) async throws -> Void
 
     /// Stores the bodies as deliveries and applies everything due.
     @discardableResult
@@ -58,13 +63,16 @@ func withLedger(
                     case .blob(let data): String(decoding: data, as: UTF8.self)
                     }
                 }
-            }))
+            },
+            store: store,
+            execute: { sql in try await database.writer.write { db in try db.execute(sql: sql) } }))
     case .postgres:
         try await PostgresTestDatabase.withStore { store in
             let values = PostgresLedgerValues(client: store.client)
             try await body(LedgerUnderTest(
                 backend: backend, inbox: store.inbox, applier: store.applier(configuration), maintenance: store.maintenance,
-                users: store.users, value: { try await values.value($0, $1, $2) }))
+                users: store.users, value: { try await values.value($0, $1, $2) }, store: store,
+                execute: { sql in try await store.client.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestDatabase.logger) }))
         }
     }
 }
@@ -78,12 +86,18 @@ struct PostgresLedgerValues: Sendable {
         var binds = PostgresBindings()
         binds.append(id)
         let rows = try await client.query(
-            PostgresQuery(unsafeSQL: "SELECT (\(column))::text FROM \(table) WHERE id = $1", binds: binds), logger: PostgresTestDatabase.logger)
-        for try await text in rows.decode(String?.self) {
-            return switch text {
+            PostgresQuery(unsafeSQL: "SELECT (\(column))::text, \(column) FROM \(table) WHERE id = $1", binds: binds),
+            logger: PostgresTestDatabase.logger)
+        for try await row in rows {
+            let cells = Array(row)
+            // bytea (raw JSON, bodies) as its bytes in UTF-8, as SQLite's blob reads.
+            if cells[1].dataType == .bytea, cells[1].bytes != nil {
+                return String(buffer: try cells[1].decode(ByteBuffer.self))
+            }
+            return switch try cells[0].decode(String?.self) {
             case "true": "1"
             case "false": "0"
-            default: text
+            case let text: text
             }
         }
         return nil

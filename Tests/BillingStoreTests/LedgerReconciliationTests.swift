@@ -6,7 +6,7 @@ import Testing
 
 /// The ledger side of reconcile: comparing fetched objects field by field, repairing through the
 /// version guard, and finding objects Stripe no longer lists.
-@Suite("Reconciling fetched objects with the ledger")
+@Suite("Reconciling fetched objects with the ledger", .serialized)
 struct LedgerReconciliationTests {
     static let customerID = "cus_TqW7mZ2xLp9Kna"
     static let eventTime: Int64 = 1_780_000_000
@@ -18,148 +18,188 @@ struct LedgerReconciliationTests {
             kind: kind, deletion: false, eventType: nil, eventID: "fetch:req_\(fetchedAt)", eventCreated: fetchedAt, objectJSON: json[...])
     }
 
-    func ledgerWithCustomer() async throws -> TestLedger {
-        let ledger = try TestLedger()
-        try await ledger.deliver([EventFactory.event(id: "evt_1", type: "customer.created", created: Self.eventTime, object: EventFactory.object("customer"))])
-        return ledger
-    }
-
-    @Test("An identical object matches; nothing is written")
-    func matches() async throws {
-        let ledger = try await ledgerWithCustomer()
-        let reconciliation = LedgerReconciliation(database: ledger.database)
-        let result = try await reconciliation.reconcile(
-            [try fetched(EventFactory.object("customer"), at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        #expect(result.matched == 1)
-        #expect(result.drifts.isEmpty)
-        let row = try #require(try await ledger.row("customer", id: Self.customerID))
-        #expect(row["vEventID"] as String == "evt_1", "a match must not rewrite the row")
-    }
-
-    @Test("A changed field is reported by name and repaired")
-    func fieldDiffers() async throws {
-        let ledger = try await ledgerWithCustomer()
-        var object = EventFactory.object("customer")
-        object["email"] = "ada@new.example.com"
-        object["metadata"] = ["app_user_id": "user_43"]
-        let result = try await LedgerReconciliation(database: ledger.database).reconcile(
-            [try fetched(object, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        let drift = try #require(result.drifts.first)
-        #expect(drift.drift == .fieldDiffers)
-        #expect(Set(drift.fields) == ["email", "appUserID"])
-        #expect(drift.outcome == .repaired)
-        let row = try #require(try await ledger.row("customer", id: Self.customerID))
-        #expect(row["email"] as String? == "ada@new.example.com")
-        #expect(row["vCreated"] as Int64 == Self.eventTime + 60)
-    }
-
-    @Test("--dry-run reports the same drift and changes nothing")
-    func dryRun() async throws {
-        let ledger = try await ledgerWithCustomer()
-        let before = try await ledger.dump()
-        var object = EventFactory.object("customer")
-        object["name"] = "Ada King"
-        var other = EventFactory.object("customer")
-        other["id"] = "cus_Missing000001"
-        let result = try await LedgerReconciliation(database: ledger.database).reconcile(
-            [try fetched(object, at: Self.eventTime + 60), try fetched(other, at: Self.eventTime + 60)],
-            account: "", livemode: false, dryRun: true, trackSeen: false)
-        #expect(result.drifts.map(\.drift) == [.fieldDiffers, .missingLocally])
-        #expect(result.drifts.allSatisfy { $0.outcome == .dryRun })
-        #expect(try await ledger.dump() == before)
-    }
-
-    @Test("An object only Stripe has is missing locally, and inserted")
-    func missingLocally() async throws {
-        let ledger = try TestLedger()
-        let result = try await LedgerReconciliation(database: ledger.database).reconcile(
-            [try fetched(EventFactory.object("customer"), at: Self.eventTime)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        #expect(result.drifts.map(\.drift) == [.missingLocally])
-        #expect(try await ledger.row("customer", id: Self.customerID) != nil)
-    }
-
-    @Test("A read older than the ledger's event is kept out: the version guard holds")
-    func keptNewer() async throws {
-        let ledger = try await ledgerWithCustomer()
-        var object = EventFactory.object("customer")
-        object["email"] = "stale@example.com"
-        let result = try await LedgerReconciliation(database: ledger.database).reconcile(
-            [try fetched(object, at: Self.eventTime - 10)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        #expect(result.drifts.map(\.outcome) == [.keptNewer])
-        let row = try #require(try await ledger.row("customer", id: Self.customerID))
-        #expect(row["email"] as String? == "ada@example.com")
-    }
-
-    @Test("A tombstone is never revived by a read")
-    func tombstoneHolds() async throws {
-        let ledger = try await ledgerWithCustomer()
-        try await ledger.deliver([EventFactory.event(id: "evt_2", type: "customer.deleted", created: Self.eventTime + 5, object: EventFactory.object("customer"))])
-        let result = try await LedgerReconciliation(database: ledger.database).reconcile(
-            [try fetched(EventFactory.object("customer"), at: Self.eventTime + 100)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        #expect(result.drifts.first?.fields == ["deleted"])
-        #expect(result.drifts.first?.outcome == .keptNewer)
-        let row = try #require(try await ledger.row("customer", id: Self.customerID))
-        #expect(row["vDeleted"] as Bool == true)
-    }
-
-    @Test("Objects a complete listing did not see are gone candidates; a 404 tombstones them")
-    func goneCandidates() async throws {
-        let ledger = try TestLedger()
-        var bodies: [[UInt8]] = []
-        for index in 0..<5 {
-            var object = EventFactory.object("customer")
-            object["id"] = "cus_gone\(index)"
-            bodies.append(EventFactory.event(id: "evt_c\(index)", type: "customer.created", created: Self.eventTime, object: object))
+    /// Runs `body` on a ledger of `backend` holding the fixture customer, created at `eventTime`.
+    func withCustomer(_ backend: StoreBackend, _ body: (LedgerUnderTest) async throws -> Void) async throws {
+        try await withLedger(backend) { ledger in
+            try await ledger.deliver([
+                EventFactory.event(id: "evt_1", type: "customer.created", created: Self.eventTime, object: EventFactory.object("customer"))
+            ])
+            try await body(ledger)
         }
-        try await ledger.deliver(bodies)
-        let reconciliation = LedgerReconciliation(database: ledger.database)
-        try await reconciliation.beginListing([.customer])
-        let listed = try [0, 2, 4].map { index in
-            var object = EventFactory.object("customer")
-            object["id"] = "cus_gone\(index)"
-            return try fetched(object, at: Self.eventTime + 60)
+    }
+
+    @Test("An identical object matches; nothing is written", arguments: StoreBackend.allCases)
+    func matches(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(EventFactory.object("customer"), at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false,
+                trackSeen: false)
+            #expect(result.matched == 1)
+            #expect(result.drifts.isEmpty)
+            #expect(try await ledger.value("customer", Self.customerID, "vEventID") == "evt_1", "a match must not rewrite the row")
         }
-        _ = try await reconciliation.reconcile(listed, account: "", livemode: false, dryRun: false, trackSeen: true)
-        let candidates = try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: nil, limit: 100)
-        #expect(candidates == ["cus_gone1", "cus_gone3"])
-        #expect(try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: "cus_gone1", limit: 100) == ["cus_gone3"])
-        #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 61, fetchID: "fetch:req_1"))
-        #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 62, fetchID: "fetch:req_2") == false)
-        // Other mode and account are different objects.
-        #expect(try await reconciliation.goneCandidates(.customer, account: "acct_1", livemode: false, after: nil, limit: 100).isEmpty)
-        // A second listing starts afresh.
-        try await reconciliation.beginListing([.customer])
-        #expect(try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: nil, limit: 100) == ["cus_gone0", "cus_gone2", "cus_gone3", "cus_gone4"])
     }
 
-    @Test("Subscription items that differ are reported as items")
-    func itemsDiffer() async throws {
-        let ledger = try TestLedger()
-        let subscription = EventFactory.object("subscription")
-        try await ledger.deliver([EventFactory.event(id: "evt_s", type: "customer.subscription.created", created: Self.eventTime, object: subscription)])
-        var changed = subscription
-        var items = changed["items"] as! [String: Any]
-        var data = items["data"] as! [[String: Any]]
-        data[0]["quantity"] = 7
-        items["data"] = data
-        changed["items"] = items
-        let result = try await LedgerReconciliation(database: ledger.database).reconcile(
-            [try fetched(changed, kind: .subscription, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        #expect(result.drifts.first?.fields == ["items"])
-        let quantity = try await ledger.rows("SELECT quantity FROM subscriptionItem").first?["quantity"] as Int64?
-        #expect(quantity == 7)
+    @Test("A changed field is reported by name and repaired", arguments: StoreBackend.allCases)
+    func fieldDiffers(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            var object = EventFactory.object("customer")
+            object["email"] = "ada@new.example.com"
+            object["metadata"] = ["app_user_id": "user_43"]
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(object, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false)
+            let drift = try #require(result.drifts.first)
+            #expect(drift.drift == .fieldDiffers)
+            #expect(Set(drift.fields) == ["email", "appUserID"])
+            #expect(drift.outcome == .repaired)
+            #expect(try await ledger.value("customer", Self.customerID, "email") == "ada@new.example.com")
+            #expect(try await ledger.value("customer", Self.customerID, "vCreated") == String(Self.eventTime + 60))
+        }
     }
 
-    @Test("A matching re-fetch clears the applier's re-fetch mark")
-    func clearsRefetch() async throws {
-        let ledger = try await ledgerWithCustomer()
-        try await ledger.database.writer.write { db in try db.execute(sql: "UPDATE customer SET needsRefetch = 1") }
-        let reconciliation = LedgerReconciliation(database: ledger.database)
-        #expect(try await reconciliation.refetchQueue(account: "", livemode: false, limit: 10).map(\.id) == [Self.customerID])
-        let result = try await reconciliation.reconcile(
-            [try fetched(EventFactory.object("customer"), at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false)
-        #expect(result.refetchCleared == 1)
-        #expect(try await reconciliation.refetchQueue(account: "", livemode: false, limit: 10).isEmpty)
+    @Test("--dry-run reports the same drift and changes nothing", arguments: StoreBackend.allCases)
+    func dryRun(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            let before = try await ledger.dump()
+            var object = EventFactory.object("customer")
+            object["name"] = "Ada King"
+            var other = EventFactory.object("customer")
+            other["id"] = "cus_Missing000001"
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(object, at: Self.eventTime + 60), try fetched(other, at: Self.eventTime + 60)],
+                account: "", livemode: false, dryRun: true, trackSeen: false)
+            #expect(result.drifts.map(\.drift) == [.fieldDiffers, .missingLocally])
+            #expect(result.drifts.allSatisfy { $0.outcome == .dryRun })
+            #expect(try await ledger.dump() == before)
+        }
+    }
+
+    @Test("An object only Stripe has is missing locally, and inserted", arguments: StoreBackend.allCases)
+    func missingLocally(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(EventFactory.object("customer"), at: Self.eventTime)], account: "", livemode: false, dryRun: false,
+                trackSeen: false)
+            #expect(result.drifts.map(\.drift) == [.missingLocally])
+            #expect(try await ledger.value("customer", Self.customerID, "id") == Self.customerID)
+        }
+    }
+
+    @Test("A read older than the ledger's event is kept out: the version guard holds", arguments: StoreBackend.allCases)
+    func keptNewer(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            var object = EventFactory.object("customer")
+            object["email"] = "stale@example.com"
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(object, at: Self.eventTime - 10)], account: "", livemode: false, dryRun: false, trackSeen: false)
+            #expect(result.drifts.map(\.outcome) == [.keptNewer])
+            #expect(try await ledger.value("customer", Self.customerID, "email") == "ada@example.com")
+        }
+    }
+
+    @Test("A tombstone is never revived by a read", arguments: StoreBackend.allCases)
+    func tombstoneHolds(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            try await ledger.deliver([
+                EventFactory.event(id: "evt_2", type: "customer.deleted", created: Self.eventTime + 5, object: EventFactory.object("customer"))
+            ])
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(EventFactory.object("customer"), at: Self.eventTime + 100)], account: "", livemode: false, dryRun: false,
+                trackSeen: false)
+            #expect(result.drifts.first?.fields == ["deleted"])
+            #expect(result.drifts.first?.outcome == .keptNewer)
+            #expect(try await ledger.value("customer", Self.customerID, "vDeleted") == "1")
+        }
+    }
+
+    @Test("Objects a complete listing did not see are gone candidates; a 404 tombstones them", arguments: StoreBackend.allCases)
+    func goneCandidates(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            var bodies: [[UInt8]] = []
+            for index in 0..<5 {
+                var object = EventFactory.object("customer")
+                object["id"] = "cus_gone\(index)"
+                bodies.append(EventFactory.event(id: "evt_c\(index)", type: "customer.created", created: Self.eventTime, object: object))
+            }
+            try await ledger.deliver(bodies)
+            let reconciliation = ledger.store.reconciliation
+            try await reconciliation.beginListing([.customer])
+            let listed = try [0, 2, 4].map { index in
+                var object = EventFactory.object("customer")
+                object["id"] = "cus_gone\(index)"
+                return try fetched(object, at: Self.eventTime + 60)
+            }
+            _ = try await reconciliation.reconcile(listed, account: "", livemode: false, dryRun: false, trackSeen: true)
+            if backend == .postgres {
+                // Another replica's run keeps its own listing. (On SQLite one process runs one
+                // reconcile at a time, under the lease, and each process lists on its own connection.)
+                let other = ledger.store.reconciliation
+                try await other.beginListing([.customer])
+                #expect(try await other.goneCandidates(.customer, account: "", livemode: false, after: nil, limit: 100).count == 5)
+            }
+            let candidates = try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: nil, limit: 100)
+            #expect(candidates == ["cus_gone1", "cus_gone3"])
+            #expect(try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: "cus_gone1", limit: 100) == ["cus_gone3"])
+            #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 61, fetchID: "fetch:req_1"))
+            #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 62, fetchID: "fetch:req_2") == false)
+            // Other mode and account are different objects.
+            #expect(try await reconciliation.goneCandidates(.customer, account: "acct_1", livemode: false, after: nil, limit: 100).isEmpty)
+            // A second listing starts afresh.
+            try await reconciliation.beginListing([.customer])
+            #expect(try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: nil, limit: 100) == ["cus_gone0", "cus_gone2", "cus_gone3", "cus_gone4"])
+        }
+    }
+
+    @Test("Unchanged JSON matches without decoding; changed, missing and deleted objects do not", arguments: StoreBackend.allCases)
+    func unchangedJSON(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            let reconciliation = ledger.store.reconciliation
+            let raw = try #require(try await ledger.value("customer", Self.customerID, "raw"))
+            let objects: [(id: String, json: ArraySlice<UInt8>)] = [
+                (Self.customerID, Array(raw.utf8)[...]), (Self.customerID, Array((raw + " ").utf8)[...]), ("cus_Unknown", Array(raw.utf8)[...]),
+            ]
+            let (matched, changed) = try await reconciliation.unchanged(.customer, objects: objects, account: "", livemode: false, trackSeen: false)
+            #expect(matched == 1)
+            #expect(changed == [1, 2])
+            let (_, otherMode) = try await reconciliation.unchanged(.customer, objects: [objects[0]], account: "", livemode: true, trackSeen: false)
+            #expect(otherMode == [0])
+        }
+    }
+
+    @Test("Subscription items that differ are reported as items", arguments: StoreBackend.allCases)
+    func itemsDiffer(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let subscription = EventFactory.object("subscription")
+            try await ledger.deliver([
+                EventFactory.event(id: "evt_s", type: "customer.subscription.created", created: Self.eventTime, object: subscription)
+            ])
+            var changed = subscription
+            var items = changed["items"] as! [String: Any]
+            var data = items["data"] as! [[String: Any]]
+            data[0]["quantity"] = 7
+            let itemID = try #require(data[0]["id"] as? String)
+            items["data"] = data
+            changed["items"] = items
+            let result = try await ledger.store.reconciliation.reconcile(
+                [try fetched(changed, kind: .subscription, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false,
+                trackSeen: false)
+            #expect(result.drifts.first?.fields == ["items"])
+            #expect(try await ledger.value("subscriptionItem", itemID, "quantity") == "7")
+        }
+    }
+
+    @Test("A matching re-fetch clears the applier's re-fetch mark", arguments: StoreBackend.allCases)
+    func clearsRefetch(_ backend: StoreBackend) async throws {
+        try await withCustomer(backend) { ledger in
+            try await ledger.execute("UPDATE customer SET needsRefetch = TRUE")
+            let reconciliation = ledger.store.reconciliation
+            #expect(try await reconciliation.refetchQueue(account: "", livemode: false, limit: 10).map(\.id) == [Self.customerID])
+            let result = try await reconciliation.reconcile(
+                [try fetched(EventFactory.object("customer"), at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false,
+                trackSeen: false)
+            #expect(result.refetchCleared == 1)
+            #expect(try await reconciliation.refetchQueue(account: "", livemode: false, limit: 10).isEmpty)
+        }
     }
 }
 

@@ -120,7 +120,7 @@ struct PostgresCopyTests {
         }
     }
 
-    @Test("Reconcile's reads that need no ledger writer answer on PostgreSQL as on SQLite")
+    @Test("Reconcile's reads answer on PostgreSQL as on SQLite")
     func reconciliationReadsAgree() async throws {
         let ledger = try await Self.sourceLedger()
         defer { ledger.remove() }
@@ -134,7 +134,7 @@ struct PostgresCopyTests {
         let sqlite = LedgerReconciliation(database: ledger.database)
         try await PostgresTestDatabase.withStore { store in
             _ = try await PostgresLedgerCopy.copy(from: ledger.database, to: store)
-            let postgres = store.reconciliationReads
+            let postgres = store.reconciliation
             for (account, livemode) in [("", false), ("acct_1", false), ("", true), ("acct_B", true)] {
                 #expect(try await postgres.customerIDs(account: account, livemode: livemode, after: nil, limit: 100)
                     == (try await sqlite.customerIDs(account: account, livemode: livemode, after: nil, limit: 100)))

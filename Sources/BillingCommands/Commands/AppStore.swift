@@ -70,51 +70,51 @@ struct AppStoreTrigger: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let store = try global.openDatabase(settings)
-        defer { try? store.close() }
-        guard let pki = try await AppStoreSupport.localPKI(in: store, creating: false) else {
-            throw CommandFailure.configuration(
-                "No local App Store PKI in \(settings.databasePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
-        }
-        var token: String?
-        if let user { token = try await store.appStore.accountToken(for: user) }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        if let count, let requests {
-            try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
-            return
-        }
-        if !print, url == nil,
-            let client = try await LocalAppStoreFake.client(settings: settings, store: store, logger: global.logger("billingd.appstore", settings: settings)),
-            try await triggerThroughFake(client, appAccountToken: token, store: store, databasePath: settings.databasePath)
-        {
-            return
-        }
-        // A renewal or a new purchase is a new transaction; anything else (a failed renewal, a
-        // refund, a change of renewal preference) is about the subscription's current one.
-        let original = AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product)
-        let current = try await store.appStore.subscription(environment: "Sandbox", originalTransactionID: original)
-        let startsPeriod = ["SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE"].contains(notificationType)
-        let sample = AppStoreSampleNotification(
-            type: notificationType, subtype: subtype, productID: product, originalTransactionID: original,
-            transactionID: startsPeriod ? nil : current?.0.transactionID ?? original,
-            bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, environment: .sandbox,
-            appAccountToken: token, now: now)
-        let body = Array(#"{"signedPayload":""#.utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array(#""}"#.utf8)
-        let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/appstore"
-        let post = WebhookPost(target: target, headers: [], body: body)
-        if print {
-            post.print()
-        } else {
-            try await post.send(
-                label: "\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID)",
-                example: "http://127.0.0.1:8080/webhooks/appstore")
+        try await global.withStore(settings) { store in
+            guard let pki = try await AppStoreSupport.localPKI(in: store, creating: false) else {
+                throw CommandFailure.configuration(
+                    "No local App Store PKI in \(settings.databasePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
+            }
+            var token: String?
+            if let user { token = try await store.appStore.accountToken(for: user) }
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            if let count, let requests {
+                try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
+                return
+            }
+            if !print, url == nil,
+                let client = try await LocalAppStoreFake.client(settings: settings, store: store, logger: global.logger("billingd.appstore", settings: settings)),
+                try await triggerThroughFake(client, appAccountToken: token, store: store, databasePath: settings.databasePath)
+            {
+                return
+            }
+            // A renewal or a new purchase is a new transaction; anything else (a failed renewal, a
+            // refund, a change of renewal preference) is about the subscription's current one.
+            let original = AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product)
+            let current = try await store.appStore.subscription(environment: "Sandbox", originalTransactionID: original)
+            let startsPeriod = ["SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE"].contains(notificationType)
+            let sample = AppStoreSampleNotification(
+                type: notificationType, subtype: subtype, productID: product, originalTransactionID: original,
+                transactionID: startsPeriod ? nil : current?.0.transactionID ?? original,
+                bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, environment: .sandbox,
+                appAccountToken: token, now: now)
+            let body = Array(#"{"signedPayload":""#.utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array(#""}"#.utf8)
+            let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/appstore"
+            let post = WebhookPost(target: target, headers: [], body: body)
+            if print {
+                post.print()
+            } else {
+                try await post.send(
+                    label: "\(notificationType)\(subtype.map { "/" + $0 } ?? "") \(sample.notificationUUID)",
+                    example: "http://127.0.0.1:8080/webhooks/appstore")
+            }
         }
     }
 
     /// Has serve's local App Store fake act the notification out (it then sends it, and what
     /// comes with it, to serve), and waits until each is in the inbox. False when the fake does
     /// not answer or does not act out this type: the caller signs the notification itself.
-    private func triggerThroughFake(_ client: AppStoreClient, appAccountToken: String?, store: SQLiteLedgerStore, databasePath: String) async throws -> Bool {
+    private func triggerThroughFake(_ client: AppStoreClient, appAccountToken: String?, store: any LedgerStore, databasePath: String) async throws -> Bool {
         let fake = client.configuration.baseURL
         let triggered: LocalAppStoreFake.Triggered
         do {

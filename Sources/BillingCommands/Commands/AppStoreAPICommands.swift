@@ -48,26 +48,26 @@ struct AppStoreReconcile: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore.reconcile", settings: settings)
-        let store = try global.openAnnouncingDatabase(settings)
-        defer { try? store.close() }
-        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
-        var options = AppStoreReconciler.Options()
-        options.dryRun = dryRun
-        options.since = since.flatMap(UTCTimestamp.parse)
-        options.applyRecoveredEvents = true
-        let outcome = await Self.run(clients, store: store, settings: settings, options: options, logger: logger)
-        if json {
-            print(Self.encode(outcome.reports))
-        } else if !outcome.reports.isEmpty {
-            print(outcome.reports.map(\.summary).joined(separator: "\n"))
+        try await global.withStore(settings, announcing: true) { store in
+            let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
+            var options = AppStoreReconciler.Options()
+            options.dryRun = dryRun
+            options.since = since.flatMap(UTCTimestamp.parse)
+            options.applyRecoveredEvents = true
+            let outcome = await Self.run(clients, store: store, settings: settings, options: options, logger: logger)
+            if json {
+                print(Self.encode(outcome.reports))
+            } else if !outcome.reports.isEmpty {
+                print(outcome.reports.map(\.summary).joined(separator: "\n"))
+            }
+            if let code = outcome.exitCode { throw ExitCode(code) }
         }
-        if let code = outcome.exitCode { throw ExitCode(code) }
     }
 
     /// Runs reconcile for each client in turn; the reports of runs that started, and the exit
     /// status when not 0 (75 when the lease was held, 1 when a run failed). Shared with `billingd reconcile`.
     static func run(
-        _ clients: [AppStoreClient], store: SQLiteLedgerStore, settings: Settings, options: AppStoreReconciler.Options, logger: Logger
+        _ clients: [AppStoreClient], store: any LedgerStore, settings: Settings, options: AppStoreReconciler.Options, logger: Logger
     ) async -> (reports: [AppStoreReconcileReport], exitCode: Int32?) {
         var reports: [AppStoreReconcileReport] = []
         var exitCode: Int32?
@@ -133,48 +133,48 @@ struct AppStoreLookup: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        let store = try global.openAnnouncingDatabase(settings)
-        defer { try? store.close() }
-        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
-        let ledger = store.appStore
-        var rows: [[String: any Sendable]] = []
-        for client in clients {
-            let lookup: AppStoreOrderLookup
-            do {
-                lookup = try await client.lookUpOrder(orderID: orderID)
-            } catch {
-                FileHandle.standardError.write(Data("billingd appstore lookup: \(error)\n".utf8))
-                throw ExitCode(1)
+        try await global.withStore(settings, announcing: true) { store in
+            let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
+            let ledger = store.appStore
+            var rows: [[String: any Sendable]] = []
+            for client in clients {
+                let lookup: AppStoreOrderLookup
+                do {
+                    lookup = try await client.lookUpOrder(orderID: orderID)
+                } catch {
+                    FileHandle.standardError.write(Data("billingd appstore lookup: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
+                for signed in lookup.transactions {
+                    let transaction = signed.transaction
+                    let held = try await ledger.subscription(
+                        environment: client.configuration.environment.rawValue, originalTransactionID: transaction.originalTransactionID)
+                    var row: [String: any Sendable] = [
+                        "environment": client.configuration.environment.rawValue, "transaction_id": transaction.transactionID,
+                        "original_transaction_id": transaction.originalTransactionID, "product_id": transaction.productID,
+                        "app_user_id": held?.owner ?? NSNull(), "revoked": transaction.isRevoked,
+                    ]
+                    row["purchase_date"] = transaction.purchaseDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull()
+                    row["expires_date"] = transaction.expiresDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull()
+                    rows.append(row)
+                }
+                if !lookup.transactions.isEmpty { break }
             }
-            for signed in lookup.transactions {
-                let transaction = signed.transaction
-                let held = try await ledger.subscription(
-                    environment: client.configuration.environment.rawValue, originalTransactionID: transaction.originalTransactionID)
-                var row: [String: any Sendable] = [
-                    "environment": client.configuration.environment.rawValue, "transaction_id": transaction.transactionID,
-                    "original_transaction_id": transaction.originalTransactionID, "product_id": transaction.productID,
-                    "app_user_id": held?.owner ?? NSNull(), "revoked": transaction.isRevoked,
-                ]
-                row["purchase_date"] = transaction.purchaseDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull()
-                row["expires_date"] = transaction.expiresDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull()
-                rows.append(row)
+            if json {
+                print(Output.json(["order_id": orderID, "transactions": rows]))
+            } else if rows.isEmpty {
+                print("Apple knows no order \(orderID) for this app (\(clients.map(\.configuration.environment.rawValue).joined(separator: ", "))).")
+            } else {
+                print(Output.table(
+                    ["TRANSACTION", "ORIGINAL", "PRODUCT", "PURCHASED", "EXPIRES", "USER"],
+                    rows.map { row in
+                        ["transaction_id", "original_transaction_id", "product_id", "purchase_date", "expires_date", "app_user_id"].map { key in
+                            (row[key] as? String) ?? (row[key] is NSNull ? "-" : "\(row[key] ?? "-")")
+                        }
+                    }))
             }
-            if !lookup.transactions.isEmpty { break }
+            if rows.isEmpty { throw ExitCode(1) }
         }
-        if json {
-            print(Output.json(["order_id": orderID, "transactions": rows]))
-        } else if rows.isEmpty {
-            print("Apple knows no order \(orderID) for this app (\(clients.map(\.configuration.environment.rawValue).joined(separator: ", "))).")
-        } else {
-            print(Output.table(
-                ["TRANSACTION", "ORIGINAL", "PRODUCT", "PURCHASED", "EXPIRES", "USER"],
-                rows.map { row in
-                    ["transaction_id", "original_transaction_id", "product_id", "purchase_date", "expires_date", "app_user_id"].map { key in
-                        (row[key] as? String) ?? (row[key] is NSNull ? "-" : "\(row[key] ?? "-")")
-                    }
-                }))
-        }
-        if rows.isEmpty { throw ExitCode(1) }
     }
 }
 
@@ -210,53 +210,53 @@ struct AppStoreHistory: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        let store = try global.openAnnouncingDatabase(settings)
-        defer { try? store.close() }
-        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
-        for client in clients {
-            let history: [AppStoreSignedTransaction]
-            do {
-                history = try await client.completeTransactionHistory(transactionID: transactionID)
-            } catch let error where error.kind == .notFound && clients.count > 1 {
-                continue
-            } catch {
-                FileHandle.standardError.write(Data("billingd appstore history: \(error)\n".utf8))
-                throw ExitCode(1)
-            }
-            if record {
-                let snapshots = history.map {
-                    AppStoreServerSnapshot(signedTransaction: $0.jws, transaction: $0.transaction, signedRenewalInfo: nil, renewalInfo: nil)
+        try await global.withStore(settings, announcing: true) { store in
+            let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
+            for client in clients {
+                let history: [AppStoreSignedTransaction]
+                do {
+                    history = try await client.completeTransactionHistory(transactionID: transactionID)
+                } catch let error as AppStoreAPIError where error.kind == .notFound && clients.count > 1 {
+                    continue
+                } catch {
+                    FileHandle.standardError.write(Data("billingd appstore history: \(error)\n".utf8))
+                    throw ExitCode(1)
                 }
-                _ = try await store.appStoreReconciliation.recordFetched(
-                    snapshots, environment: client.configuration.environment, receivedAt: Int64(Date().timeIntervalSince1970 * 1000))
+                if record {
+                    let snapshots = history.map {
+                        AppStoreServerSnapshot(signedTransaction: $0.jws, transaction: $0.transaction, signedRenewalInfo: nil, renewalInfo: nil)
+                    }
+                    _ = try await store.appStoreReconciliation.recordFetched(
+                        snapshots, environment: client.configuration.environment, receivedAt: Int64(Date().timeIntervalSince1970 * 1000))
+                }
+                let rows: [[String: any Sendable]] = history.map { signed in
+                    let transaction = signed.transaction
+                    return [
+                        "transaction_id": transaction.transactionID, "original_transaction_id": transaction.originalTransactionID,
+                        "product_id": transaction.productID, "type": transaction.type ?? NSNull(),
+                        "purchase_date": transaction.purchaseDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull(),
+                        "expires_date": transaction.expiresDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull(),
+                        "revocation_date": transaction.revocationDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull(),
+                        "upgraded": transaction.isUpgraded, "transaction_reason": transaction.transactionReason ?? NSNull(),
+                    ]
+                }
+                if json {
+                    print(Output.json(["environment": client.configuration.environment.rawValue, "transactions": rows]))
+                } else {
+                    print("\(history.count) transactions in \(client.configuration.environment)\(record ? ", recorded in the ledger" : ""):")
+                    print(Output.table(
+                        ["TRANSACTION", "PRODUCT", "PURCHASED", "EXPIRES", "REVOKED", "REASON"],
+                        rows.map { row in
+                            ["transaction_id", "product_id", "purchase_date", "expires_date", "revocation_date", "transaction_reason"].map { key in
+                                (row[key] as? String) ?? "-"
+                            }
+                        }))
+                }
+                return
             }
-            let rows: [[String: any Sendable]] = history.map { signed in
-                let transaction = signed.transaction
-                return [
-                    "transaction_id": transaction.transactionID, "original_transaction_id": transaction.originalTransactionID,
-                    "product_id": transaction.productID, "type": transaction.type ?? NSNull(),
-                    "purchase_date": transaction.purchaseDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull(),
-                    "expires_date": transaction.expiresDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull(),
-                    "revocation_date": transaction.revocationDate.map { UTCTimestamp.string($0 / 1000) } ?? NSNull(),
-                    "upgraded": transaction.isUpgraded, "transaction_reason": transaction.transactionReason ?? NSNull(),
-                ]
-            }
-            if json {
-                print(Output.json(["environment": client.configuration.environment.rawValue, "transactions": rows]))
-            } else {
-                print("\(history.count) transactions in \(client.configuration.environment)\(record ? ", recorded in the ledger" : ""):")
-                print(Output.table(
-                    ["TRANSACTION", "PRODUCT", "PURCHASED", "EXPIRES", "REVOKED", "REASON"],
-                    rows.map { row in
-                        ["transaction_id", "product_id", "purchase_date", "expires_date", "revocation_date", "transaction_reason"].map { key in
-                            (row[key] as? String) ?? "-"
-                        }
-                    }))
-            }
-            return
+            FileHandle.standardError.write(Data("billingd appstore history: Apple knows no transaction \(transactionID) in \(clients.map(\.configuration.environment.rawValue).joined(separator: " or ")).\n".utf8))
+            throw ExitCode(1)
         }
-        FileHandle.standardError.write(Data("billingd appstore history: Apple knows no transaction \(transactionID) in \(clients.map(\.configuration.environment.rawValue).joined(separator: " or ")).\n".utf8))
-        throw ExitCode(1)
     }
 }
 
@@ -284,33 +284,33 @@ struct AppStoreTestNotification: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        let store = try global.openAnnouncingDatabase(settings)
-        defer { try? store.close() }
-        let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
-        guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
-        let inbox = store.inbox
-        let environment = client.configuration.environment
-        do {
-            let token = try await client.requestTestNotification()
-            print("Apple accepted the request (\(environment)); waiting up to \(timeout) s for the TEST notification…")
-            let deadline = ContinuousClock.now + .seconds(timeout)
-            var lastResult = "no send attempt yet"
-            while ContinuousClock.now < deadline {
-                try await Task.sleep(for: .seconds(2))
-                guard let status = try await Self.status(client, token: token) else { continue }
-                lastResult = status.sendAttempts.last.map { "\($0.sendAttemptResult) at \(UTCTimestamp.string($0.attemptDate / 1000))" } ?? lastResult
-                let uuid = status.verified.notificationUUID
-                if try await inbox.contains(eventID: uuid, account: "appstore:\(environment.rawValue)", livemode: environment.isLive) {
-                    print("Received: notification \(uuid) is in billingd's inbox (Apple's send attempt: \(lastResult)).")
-                    return
+        try await global.withStore(settings, announcing: true) { store in
+            let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
+            guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
+            let inbox = store.inbox
+            let environment = client.configuration.environment
+            do {
+                let token = try await client.requestTestNotification()
+                print("Apple accepted the request (\(environment)); waiting up to \(timeout) s for the TEST notification…")
+                let deadline = ContinuousClock.now + .seconds(timeout)
+                var lastResult = "no send attempt yet"
+                while ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .seconds(2))
+                    guard let status = try await Self.status(client, token: token) else { continue }
+                    lastResult = status.sendAttempts.last.map { "\($0.sendAttemptResult) at \(UTCTimestamp.string($0.attemptDate / 1000))" } ?? lastResult
+                    let uuid = status.verified.notificationUUID
+                    if try await inbox.contains(eventID: uuid, account: "appstore:\(environment.rawValue)", livemode: environment.isLive) {
+                        print("Received: notification \(uuid) is in billingd's inbox (Apple's send attempt: \(lastResult)).")
+                        return
+                    }
                 }
+                FileHandle.standardError.write(Data(
+                    "billingd appstore test-notification: the TEST notification did not reach this billingd's inbox within \(timeout) s (Apple's last send attempt: \(lastResult)). Check the server URL in App Store Connect (https://HOST/webhooks/appstore), that serve is running on this database, and its logs.\n".utf8))
+                throw ExitCode(1)
+            } catch let error as AppStoreAPIError {
+                FileHandle.standardError.write(Data("billingd appstore test-notification: \(error)\n".utf8))
+                throw ExitCode(1)
             }
-            FileHandle.standardError.write(Data(
-                "billingd appstore test-notification: the TEST notification did not reach this billingd's inbox within \(timeout) s (Apple's last send attempt: \(lastResult)). Check the server URL in App Store Connect (https://HOST/webhooks/appstore), that serve is running on this database, and its logs.\n".utf8))
-            throw ExitCode(1)
-        } catch let error as AppStoreAPIError {
-            FileHandle.standardError.write(Data("billingd appstore test-notification: \(error)\n".utf8))
-            throw ExitCode(1)
         }
     }
 

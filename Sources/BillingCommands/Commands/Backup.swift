@@ -32,23 +32,23 @@ struct Backup: AsyncParsableCommand {
             // A file copy of a PostgreSQL ledger is pg_dump's job: the store's own answer, without connecting.
             throw CommandFailure.configuration(PostgresStoreError.backupIsPgDump(database: postgres.database).description)
         }
-        let store = try global.openDatabase(settings)
-        defer { try? store.close() }
-        let target = URL(fileURLWithPath: file).standardizedFileURL.path
-        if target == URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path {
-            throw ValidationError("The backup file is the live database itself (\(settings.databasePath)); choose another path.")
-        }
-        let result: LedgerBackup
-        do {
-            result = try await store.backup(to: target, overwrite: force)
-        } catch let error as LedgerDatabaseError {
-            if case .backupCorrupt = error { throw CommandFailure(.ioError, error.description) }
-            throw CommandFailure.cannotCreate(error.description)
-        }
-        if json {
-            print(Output.json(["path": result.path, "bytes": result.bytes, "events": result.events]))
-        } else {
-            print("Backed up \(result.events) events to \(result.path) (\(result.bytes / 1024) KiB).")
+        try await global.withStore(settings) { store in
+            let target = URL(fileURLWithPath: file).standardizedFileURL.path
+            if target == URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path {
+                throw ValidationError("The backup file is the live database itself (\(settings.databasePath)); choose another path.")
+            }
+            let result: LedgerBackup
+            do {
+                result = try await store.backup(to: target, overwrite: force)
+            } catch let error as LedgerDatabaseError {
+                if case .backupCorrupt = error { throw CommandFailure(.ioError, error.description) }
+                throw CommandFailure.cannotCreate(error.description)
+            }
+            if json {
+                print(Output.json(["path": result.path, "bytes": result.bytes, "events": result.events]))
+            } else {
+                print("Backed up \(result.events) events to \(result.path) (\(result.bytes / 1024) KiB).")
+            }
         }
     }
 }

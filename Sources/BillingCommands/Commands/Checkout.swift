@@ -122,7 +122,7 @@ struct BillingCommandSupport {
     /// The key's mode, platform account; `--account` narrows it.
     let scope: ServiceScope
 
-    init(global: GlobalOptions, label: String) throws {
+    init(global: GlobalOptions, label: String) async throws {
         settings = try global.settings()
         logger = global.logger(label, settings: settings)
         let client = try StripeClients.make(
@@ -136,14 +136,14 @@ struct BillingCommandSupport {
                 throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
-        store = try global.openDatabase(settings)
+        store = try await global.openStore(settings)
         actions = BillingActions(store: store, client: client, catalog: catalog)
         scope = ServiceScope.forAPIKey(isLive: settings.apiKeyIsLive)
     }
 
     /// Runs `body` with the support of a command, and closes its store afterwards, whatever happened.
     static func with(global: GlobalOptions, label: String, _ body: (BillingCommandSupport) async throws -> Void) async throws {
-        let support = try BillingCommandSupport(global: global, label: label)
+        let support = try await BillingCommandSupport(global: global, label: label)
         do {
             try await body(support)
         } catch {

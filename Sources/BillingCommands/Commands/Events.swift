@@ -49,27 +49,27 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let store = try global.openDatabase(settings)
-            defer { try? store.close() }
-            let events = try await store.inbox.list(
-                .init(statuses: status, type: type, objectID: object, afterSeq: after, limit: limit))
-            if json {
-                print(Output.json(events.map(Self.dictionary)))
-                return
+            try await global.withStore(settings) { store in
+                let events = try await store.inbox.list(
+                    .init(statuses: status, type: type, objectID: object, afterSeq: after, limit: limit))
+                if json {
+                    print(Output.json(events.map(Self.dictionary)))
+                    return
+                }
+                if events.isEmpty {
+                    print("No events match.")
+                    return
+                }
+                print(Output.table(
+                    ["SEQ", "EVENT", "TYPE", "OBJECT", "CREATED", "STATUS", "TRIES", "EFFECT / ERROR"],
+                    events.map { event in
+                        [
+                            String(event.seq), event.eventID, event.type, event.objectID ?? "-",
+                            Output.iso8601(seconds: event.created), event.status.rawValue, String(event.attempts),
+                            event.lastError.map { String($0.prefix(80)) } ?? event.effect ?? "",
+                        ]
+                    }))
             }
-            if events.isEmpty {
-                print("No events match.")
-                return
-            }
-            print(Output.table(
-                ["SEQ", "EVENT", "TYPE", "OBJECT", "CREATED", "STATUS", "TRIES", "EFFECT / ERROR"],
-                events.map { event in
-                    [
-                        String(event.seq), event.eventID, event.type, event.objectID ?? "-",
-                        Output.iso8601(seconds: event.created), event.status.rawValue, String(event.attempts),
-                        event.lastError.map { String($0.prefix(80)) } ?? event.effect ?? "",
-                    ]
-                }))
         }
 
         static func dictionary(_ event: InboxEvent) -> [String: Any] {
@@ -121,28 +121,28 @@ struct Events: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let store = try global.openDatabase(settings)
-            defer { try? store.close() }
-            let inbox = store.inbox
-            guard let eventID else {
-                let count = try await inbox.retryAllFailed()
-                print("Re-queued \(count) event\(count == 1 ? "" : "s").")
-                return
+            try await global.withStore(settings) { store in
+                let inbox = store.inbox
+                guard let eventID else {
+                    let count = try await inbox.retryAllFailed()
+                    print("Re-queued \(count) event\(count == 1 ? "" : "s").")
+                    return
+                }
+                let candidates = try await inbox.list(.init(statuses: [.failed, .dead], eventID: eventID, limit: 100)).filter { event in
+                    (account == nil || (event.account ?? "") == account) && (mode == nil || event.livemode == (mode == .live))
+                }
+                guard let event = candidates.first else {
+                    throw CommandFailure.notFound("No failed or dead event \(eventID)\(Self.scope(account, mode)) in the inbox (see `billingd events --status failed`).")
+                }
+                guard candidates.count == 1 else {
+                    let places = candidates.map { "\($0.account ?? "platform") \($0.livemode ? "live" : "test")" }.joined(separator: ", ")
+                    throw ValidationError("\(eventID) failed in \(candidates.count) places (\(places)): name one with --account and --mode.")
+                }
+                guard try await inbox.retry(eventID: eventID, account: event.account, livemode: event.livemode) else {
+                    throw CommandFailure.notFound("\(eventID) is no longer failed or dead: it was re-queued meanwhile.")
+                }
+                print("Re-queued \(eventID)\(Self.scope(event.account, event.livemode ? .live : .test)).")
             }
-            let candidates = try await inbox.list(.init(statuses: [.failed, .dead], eventID: eventID, limit: 100)).filter { event in
-                (account == nil || (event.account ?? "") == account) && (mode == nil || event.livemode == (mode == .live))
-            }
-            guard let event = candidates.first else {
-                throw CommandFailure.notFound("No failed or dead event \(eventID)\(Self.scope(account, mode)) in the inbox (see `billingd events --status failed`).")
-            }
-            guard candidates.count == 1 else {
-                let places = candidates.map { "\($0.account ?? "platform") \($0.livemode ? "live" : "test")" }.joined(separator: ", ")
-                throw ValidationError("\(eventID) failed in \(candidates.count) places (\(places)): name one with --account and --mode.")
-            }
-            guard try await inbox.retry(eventID: eventID, account: event.account, livemode: event.livemode) else {
-                throw CommandFailure.notFound("\(eventID) is no longer failed or dead: it was re-queued meanwhile.")
-            }
-            print("Re-queued \(eventID)\(Self.scope(event.account, event.livemode ? .live : .test)).")
         }
 
         /// ` (acct_1 live)`: where an event was kept, for messages; empty when nothing is named.

@@ -119,67 +119,67 @@ struct Export: AsyncParsableCommand {
                 Self.standardError("warning: \"\(status)\" is not an invoice status Stripe documents (\(InvoiceExportRequest.knownStatuses.joined(separator: ", "))); exporting the invoices that have it, if any.")
             }
             let settings = try global.settings()
-            let store = try global.openDatabase(settings)
-            defer { try? store.close() }
-            if reconcileFirst {
-                try await reconcile(request, settings: settings, store: store)
-            }
-
-            // SIGINT, SIGTERM and SIGHUP stop the export cleanly: the temporary file is removed.
-            let cancellation = ExportCancellation()
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
-            let watcher = Task { () -> UnixSignal? in
-                for await signal in signals {
-                    cancellation.cancel()
-                    return signal
+            try await global.withStore(settings) { store in
+                if reconcileFirst {
+                    try await reconcile(request, settings: settings, store: store)
                 }
-                return nil
-            }
-            defer { watcher.cancel() }
 
-            var file: AtomicExportFile?
-            if let output, output != "-" {
+                // SIGINT, SIGTERM and SIGHUP stop the export cleanly: the temporary file is removed.
+                let cancellation = ExportCancellation()
+                let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup)
+                let watcher = Task { () -> UnixSignal? in
+                    for await signal in signals {
+                        cancellation.cancel()
+                        return signal
+                    }
+                    return nil
+                }
+                defer { watcher.cancel() }
+
+                var file: AtomicExportFile?
+                if let output, output != "-" {
+                    do {
+                        file = try AtomicExportFile.create(path: output)
+                    } catch {
+                        throw CommandFailure.cannotCreate(String(describing: error))
+                    }
+                }
+                let destination: any ExportDestination = file?.writer ?? FileDescriptorWriter.standardOutput
+                let summary: InvoiceExportSummary
                 do {
-                    file = try AtomicExportFile.create(path: output)
+                    summary = try await store.invoiceExports.export(
+                        request, to: destination, cancellation: cancellation
+                    ) { rows in
+                        Output.progress("export: \(rows) rows")
+                    }
+                    try file?.commit()
+                    Output.endProgress()
                 } catch {
-                    throw CommandFailure.cannotCreate(error.description)
+                    file?.discard()
+                    Output.endProgress()
+                    if case .interrupted = error as? InvoiceExportError {
+                        let signal = await watcher.value
+                        Self.standardError(InvoiceExportError.interrupted.description)
+                        throw ExitCode(128 + (signal?.rawValue ?? 2))
+                    }
+                    if let error = error as? InvoiceExportError { throw CommandFailure(.ioError, error.description) }
+                    throw error
                 }
-            }
-            let destination: any ExportDestination = file?.writer ?? FileDescriptorWriter.standardOutput
-            let summary: InvoiceExportSummary
-            do {
-                summary = try await store.invoiceExports.export(
-                    request, to: destination, cancellation: cancellation
-                ) { rows in
-                    Output.progress("export: \(rows) rows")
-                }
-                try file?.commit()
-                Output.endProgress()
-            } catch {
-                file?.discard()
-                Output.endProgress()
-                if case .interrupted = error as? InvoiceExportError {
-                    let signal = await watcher.value
-                    Self.standardError(InvoiceExportError.interrupted.description)
-                    throw ExitCode(128 + (signal?.rawValue ?? 2))
-                }
-                if let error = error as? InvoiceExportError { throw CommandFailure(.ioError, error.description) }
-                throw error
-            }
 
-            if let summaryJSON {
-                do {
-                    try AtomicExportFile.write(Array(summary.json.utf8), to: summaryJSON)
-                } catch {
-                    throw CommandFailure.cannotCreate("The export was written, but not its summary: \(error.description)")
+                if let summaryJSON {
+                    do {
+                        try AtomicExportFile.write(Array(summary.json.utf8), to: summaryJSON)
+                    } catch {
+                        throw CommandFailure.cannotCreate("The export was written, but not its summary: \(error)")
+                    }
+                } else {
+                    Self.standardError(Self.describe(summary, output: file?.path ?? "standard output"))
                 }
-            } else {
-                Self.standardError(Self.describe(summary, output: file?.path ?? "standard output"))
             }
         }
 
         /// `--reconcile-first`: missed events, then the range's invoices, compared and repaired.
-        func reconcile(_ request: InvoiceExportRequest, settings: Settings, store: SQLiteLedgerStore) async throws {
+        func reconcile(_ request: InvoiceExportRequest, settings: Settings, store: any LedgerStore) async throws {
             let logger = global.logger("billingd.reconcile", settings: settings)
             let client = try StripeClients.make(
                 settings, logger: logger,

@@ -29,13 +29,8 @@ struct GlobalOptions: ParsableArguments {
         return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format, secrets: secrets) }
     }
 
-    /// Opens the ledger named by the settings, with an error that says what to do. With
-    /// BILLINGD_DATABASE_URL set it refuses (exit 78) rather than fall back to SQLite: the
-    /// PostgreSQL store does not implement every role yet.
-    func openDatabase(_ settings: Settings) throws -> SQLiteLedgerStore {
-        if settings.databaseURL != nil {
-            throw CommandFailure.configuration(PostgresStoreError.incomplete(missing: PostgresLedgerStore.missingRoles).description)
-        }
+    /// Opens the SQLite ledger BILLINGD_DATABASE names, with an error that says what to do.
+    func openSQLite(_ settings: Settings) throws -> SQLiteLedgerStore {
         do {
             return SQLiteLedgerStore(database: try LedgerDatabase.open(path: settings.databasePath))
         } catch let error as LedgerDatabaseError {
@@ -44,35 +39,60 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// Opens (and so migrates) the PostgreSQL ledger `configuration` names, for the commands
-    /// that already work on it (`migrate`, `copy`); failures exit with the status that says why.
-    func openPostgres(_ configuration: PostgresConfiguration, settings: Settings) async throws -> PostgresLedgerStore {
-        do {
-            return try await PostgresLedgerStore.open(
-                configuration, maximumConnections: 2, logger: logger("billingd.postgres", settings: settings))
-        } catch let error as PostgresStoreError {
-            switch error {
-            case .cannotConnect: throw CommandFailure(.unavailable, error.description)
-            case .synchronousCommitOff: throw CommandFailure.configuration(error.description)
-            case .migrationFailed, .backupIsPgDump, .incomplete: throw CommandFailure(.failed, error.description)
-            }
+    /// Opens the ledger the settings name: the PostgreSQL one with BILLINGD_DATABASE_URL set
+    /// (never falling back to SQLite then), else the SQLite file.
+    /// - Parameter connections: the PostgreSQL pool's size; a command needs few.
+    func openStore(_ settings: Settings, connections: Int = 2) async throws -> any LedgerStore {
+        if let postgres = settings.databaseURL {
+            return try await openPostgres(postgres, settings: settings, connections: connections)
         }
+        return try openSQLite(settings)
     }
-}
 
-extension GlobalOptions {
-    /// The ledger for a command that changes it (reconcile's repairs, App Store repairs): its
-    /// transactions queue outbound events for the app as serve's do, under the plan catalog.
-    func openAnnouncingDatabase(_ settings: Settings) throws -> SQLiteLedgerStore {
+    /// Runs `body` with the ledger the settings name, and closes it afterwards whatever `body`
+    /// does. With `announcing`, the ledger's changes (reconcile's repairs, App Store repairs)
+    /// queue outbound events for the app as serve's do, under the plan catalog.
+    func withStore<Value>(
+        _ settings: Settings, announcing: Bool = false, _ body: (any LedgerStore) async throws -> Value
+    ) async throws -> Value {
+        let policy = announcing ? try Self.announcingPolicy(settings) : nil
+        var store = try await openStore(settings)
+        if let policy { store = store.announcing(policy) }
+        let value: Value
+        do {
+            value = try await body(store)
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
+        return value
+    }
+
+    /// How a command's ledger changes are announced: serve's policy, under the plan catalog.
+    static func announcingPolicy(_ settings: Settings) throws -> OutboxPolicy {
         var catalog = PlanCatalog.freeOnly
         if let path = settings.plansPath {
             do { catalog = try PlanCatalogLoader.load(path: path) } catch {
                 throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
-        let store = try openDatabase(settings)
-        return SQLiteLedgerStore(
-            database: store.database.announcing(.serviceViews(catalog: catalog, endpoints: settings.appWebhookURLs)))
+        return .serviceViews(catalog: catalog, endpoints: settings.appWebhookURLs)
+    }
+
+    /// Opens (and so migrates) the PostgreSQL ledger `configuration` names; failures exit with
+    /// the status that says why (69 unreachable, 78 a setting, 1 a failed migration).
+    func openPostgres(_ configuration: PostgresConfiguration, settings: Settings, connections: Int = 2) async throws -> PostgresLedgerStore {
+        do {
+            return try await PostgresLedgerStore.open(
+                configuration, maximumConnections: connections, logger: logger("billingd.postgres", settings: settings))
+        } catch let error as PostgresStoreError {
+            switch error {
+            case .cannotConnect: throw CommandFailure(.unavailable, error.description)
+            case .synchronousCommitOff: throw CommandFailure.configuration(error.description)
+            case .migrationFailed, .backupIsPgDump: throw CommandFailure(.failed, error.description)
+            }
+        }
     }
 }
 

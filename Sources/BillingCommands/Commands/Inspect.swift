@@ -16,11 +16,11 @@ struct Inspect: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let store = try global.openDatabase(settings)
-        defer { try? store.close() }
-        guard let view = try await store.maintenance.inspect(id: id) else {
-            throw CommandFailure.notFound("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")
+        try await global.withStore(settings) { store in
+            guard let view = try await store.maintenance.inspect(id: id) else {
+                throw CommandFailure.notFound("The ledger has no object \(id). `billingd events --object \(id)` shows whether any event mentioned it.")
+            }
+            print(Output.json(view))
         }
-        print(Output.json(view))
     }
 }

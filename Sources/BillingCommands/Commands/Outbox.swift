@@ -43,27 +43,27 @@ struct Outbox: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let store = try global.openDatabase(settings)
-            defer { try? store.close() }
-            let messages = try await store.outbox.list(status: status, limit: limit)
-            let disabled = try await store.outbox.disabledEndpoints()
-            if json {
-                print(Output.json(messages.map(Self.dictionary)))
-                return
+            try await global.withStore(settings) { store in
+                let messages = try await store.outbox.list(status: status, limit: limit)
+                let disabled = try await store.outbox.disabledEndpoints()
+                if json {
+                    print(Output.json(messages.map(Self.dictionary)))
+                    return
+                }
+                for (url, at) in disabled.sorted(by: { $0.key < $1.key }) {
+                    Output.note("endpoint \(shown(url)) is disabled since \(Output.iso8601(seconds: at / 1000)) (410 Gone); `billingd outbox enable \(shown(url))` sends to it again")
+                }
+                if messages.isEmpty {
+                    print("No outbound events\(status.map { " with status \($0.rawValue)" } ?? "").")
+                    return
+                }
+                print(Output.table(
+                    ["id", "type", "user", "status", "attempts", "created", "endpoint", "last error"],
+                    messages.map { message in
+                        [message.event.id, message.event.type, message.event.user, message.status.rawValue, String(message.attempts),
+                         Output.iso8601(seconds: message.event.createdAt / 1000), shown(message.endpoint), message.lastError ?? ""]
+                    }))
             }
-            for (url, at) in disabled.sorted(by: { $0.key < $1.key }) {
-                Output.note("endpoint \(shown(url)) is disabled since \(Output.iso8601(seconds: at / 1000)) (410 Gone); `billingd outbox enable \(shown(url))` sends to it again")
-            }
-            if messages.isEmpty {
-                print("No outbound events\(status.map { " with status \($0.rawValue)" } ?? "").")
-                return
-            }
-            print(Output.table(
-                ["id", "type", "user", "status", "attempts", "created", "endpoint", "last error"],
-                messages.map { message in
-                    [message.event.id, message.event.type, message.event.user, message.status.rawValue, String(message.attempts),
-                     Output.iso8601(seconds: message.event.createdAt / 1000), shown(message.endpoint), message.lastError ?? ""]
-                }))
         }
 
         static func dictionary(_ message: OutboxMessage) -> [String: Any] {
@@ -98,16 +98,16 @@ struct Outbox: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let store = try global.openDatabase(settings)
-            defer { try? store.close() }
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
-            if let id {
-                let count = try await store.outbox.retry(id: id, now: now)
-                guard count > 0 else { throw CommandFailure.notFound("No failed or dead outbound event \(id). See `billingd outbox --status dead`.") }
-                print("Queued \(id) again for \(count) endpoint(s); serve sends it.")
-            } else {
-                let count = try await store.outbox.retryAllDead(now: now)
-                print("Queued \(count) dead event(s) again; serve sends them.")
+            try await global.withStore(settings) { store in
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                if let id {
+                    let count = try await store.outbox.retry(id: id, now: now)
+                    guard count > 0 else { throw CommandFailure.notFound("No failed or dead outbound event \(id). See `billingd outbox --status dead`.") }
+                    print("Queued \(id) again for \(count) endpoint(s); serve sends it.")
+                } else {
+                    let count = try await store.outbox.retryAllDead(now: now)
+                    print("Queued \(count) dead event(s) again; serve sends them.")
+                }
             }
         }
     }
@@ -122,12 +122,12 @@ struct Outbox: AsyncParsableCommand {
 
         func run() async throws {
             let settings = try global.settings()
-            let store = try global.openDatabase(settings)
-            defer { try? store.close() }
-            guard try await store.outbox.enableEndpoint(url) else {
-                throw CommandFailure.notFound("\(shown(url)) is not disabled.")
+            try await global.withStore(settings) { store in
+                guard try await store.outbox.enableEndpoint(url) else {
+                    throw CommandFailure.notFound("\(shown(url)) is not disabled.")
+                }
+                print("Enabled \(shown(url)); its waiting events go out in order.")
             }
-            print("Enabled \(shown(url)); its waiting events go out in order.")
         }
     }
 

@@ -67,65 +67,65 @@ struct Reconcile: AsyncParsableCommand {
         // App Store reconcile rides along unless the run is about one connected account.
         let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]
         guard stripe != nil || !appStore.isEmpty else { throw CommandFailure.configuration(ReconcileError.noAPIKey.description) }
-        let store = try global.openAnnouncingDatabase(settings)
-        defer { try? store.close() }
+        try await global.withStore(settings, announcing: true) { store in
 
-        var stripeReport: ReconcileReport?
-        var exitCode: Int32?
-        if let stripe {
-            var options = Reconciler.Options()
-            if let kinds { options.kinds = try parsedKinds(kinds) }
-            options.dryRun = dryRun
-            options.since = since.flatMap(UTCTimestamp.parse)
-            options.account = account
-            options.applyRecoveredEvents = true
-            var catalog: PlanCatalog?
-            if let path = settings.plansPath {
+            var stripeReport: ReconcileReport?
+            var exitCode: Int32?
+            if let stripe {
+                var options = Reconciler.Options()
+                if let kinds { options.kinds = try parsedKinds(kinds) }
+                options.dryRun = dryRun
+                options.since = since.flatMap(UTCTimestamp.parse)
+                options.account = account
+                options.applyRecoveredEvents = true
+                var catalog: PlanCatalog?
+                if let path = settings.plansPath {
+                    do {
+                        catalog = try PlanCatalogLoader.load(path: path)
+                    } catch {
+                        throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
+                    }
+                }
+                let reconciler = Reconciler(
+                    store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                    inbox: store.inbox,
+                    applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
                 do {
-                    catalog = try PlanCatalogLoader.load(path: path)
-                } catch {
-                    throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
+                    stripeReport = try await reconciler.run(options) { progress in
+                        Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
+                    }
+                    Output.endProgress()
+                } catch let held as LeaseHeld {
+                    Output.endProgress()
+                    FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
+                    throw ExitCode(75)
+                } catch let failure as Reconciler.Failure {
+                    Output.endProgress()
+                    stripeReport = failure.report
+                    FileHandle.standardError.write(Data("billingd reconcile: \(failure.underlying)\n".utf8))
+                    exitCode = 1
                 }
             }
-            let reconciler = Reconciler(
-                store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
-                inbox: store.inbox,
-                applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
-            do {
-                stripeReport = try await reconciler.run(options) { progress in
-                    Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")
-                }
-                Output.endProgress()
-            } catch let held as LeaseHeld {
-                Output.endProgress()
-                FileHandle.standardError.write(Data("billingd reconcile: \(held). Nothing was done.\n".utf8))
-                throw ExitCode(75)
-            } catch let failure as Reconciler.Failure {
-                Output.endProgress()
-                stripeReport = failure.report
-                FileHandle.standardError.write(Data("billingd reconcile: \(failure.underlying)\n".utf8))
-                exitCode = 1
+
+            var appStoreReports: [AppStoreReconcileReport] = []
+            if !appStore.isEmpty {
+                var options = AppStoreReconciler.Options()
+                options.dryRun = dryRun
+                options.since = since.flatMap(UTCTimestamp.parse)
+                options.applyRecoveredEvents = true
+                let clients = [AppStoreEnvironment.production, .sandbox].compactMap { appStore[$0] }
+                let outcome = await AppStoreReconcile.run(clients, store: store, settings: settings, options: options, logger: logger)
+                appStoreReports = outcome.reports
+                if outcome.exitCode == 1 || exitCode == nil { exitCode = outcome.exitCode ?? exitCode }
             }
-        }
 
-        var appStoreReports: [AppStoreReconcileReport] = []
-        if !appStore.isEmpty {
-            var options = AppStoreReconciler.Options()
-            options.dryRun = dryRun
-            options.since = since.flatMap(UTCTimestamp.parse)
-            options.applyRecoveredEvents = true
-            let clients = [AppStoreEnvironment.production, .sandbox].compactMap { appStore[$0] }
-            let outcome = await AppStoreReconcile.run(clients, store: store, settings: settings, options: options, logger: logger)
-            appStoreReports = outcome.reports
-            if outcome.exitCode == 1 || exitCode == nil { exitCode = outcome.exitCode ?? exitCode }
+            if json {
+                print(Self.encode(stripeReport, appStore: appStoreReports))
+            } else {
+                print(([stripeReport?.summary] + appStoreReports.map(\.summary)).compactMap { $0 }.joined(separator: "\n"))
+            }
+            if let exitCode { throw ExitCode(exitCode) }
         }
-
-        if json {
-            print(Self.encode(stripeReport, appStore: appStoreReports))
-        } else {
-            print(([stripeReport?.summary] + appStoreReports.map(\.summary)).compactMap { $0 }.joined(separator: "\n"))
-        }
-        if let exitCode { throw ExitCode(exitCode) }
     }
 
     /// Stripe's report as before; with App Store runs, their reports under `appstore`.

@@ -22,34 +22,34 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let store = try global.openDatabase(settings)
-        defer { try? store.close() }
-        let maintenance = store.maintenance
-        let before = verify ? try await maintenance.dump() : ""
-        let total = try await store.inbox.count()
-        let started = ContinuousClock.now
-        let applier = store.applier(.init(batchSize: 1000, apiVersion: settings.stripeAPIVersion))
-        let pass = try await maintenance.replay(applier: applier) { done in
-            Output.progress("replay: \(done) / \(total) events")
-        }
-        Output.endProgress()
-        let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
-            + Double((ContinuousClock.now - started).components.seconds)
-        var identical: Bool?
-        if verify { identical = try await maintenance.dump() == before }
-        if json {
-            var summary: [String: Any] = [
-                "processed": pass.processed, "applied": pass.applied, "stale": pass.stale, "ignored": pass.ignored,
-                "failed": pass.failed, "dead": pass.dead, "seconds": seconds,
-            ]
-            if let identical { summary["identical"] = identical }
-            print(Output.json(summary))
-        } else {
-            print("Replayed \(pass.processed) events in \(String(format: "%.2f", seconds)) s: \(pass.applied) applied, \(pass.stale) older than the ledger's state, \(pass.ignored) ignored, \(pass.failed + pass.dead) failed.")
-            if let identical {
-                print(identical ? "The rebuilt ledger is identical to the one before." : "The rebuilt ledger DIFFERS from the one before.")
+        try await global.withStore(settings) { store in
+            let maintenance = store.maintenance
+            let before = verify ? try await maintenance.dump() : ""
+            let total = try await store.inbox.count()
+            let started = ContinuousClock.now
+            let applier = store.applier(.init(batchSize: 1000, apiVersion: settings.stripeAPIVersion))
+            let pass = try await maintenance.replay(applier: applier) { done in
+                Output.progress("replay: \(done) / \(total) events")
             }
+            Output.endProgress()
+            let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+                + Double((ContinuousClock.now - started).components.seconds)
+            var identical: Bool?
+            if verify { identical = try await maintenance.dump() == before }
+            if json {
+                var summary: [String: Any] = [
+                    "processed": pass.processed, "applied": pass.applied, "stale": pass.stale, "ignored": pass.ignored,
+                    "failed": pass.failed, "dead": pass.dead, "seconds": seconds,
+                ]
+                if let identical { summary["identical"] = identical }
+                print(Output.json(summary))
+            } else {
+                print("Replayed \(pass.processed) events in \(String(format: "%.2f", seconds)) s: \(pass.applied) applied, \(pass.stale) older than the ledger's state, \(pass.ignored) ignored, \(pass.failed + pass.dead) failed.")
+                if let identical {
+                    print(identical ? "The rebuilt ledger is identical to the one before." : "The rebuilt ledger DIFFERS from the one before.")
+                }
+            }
+            if identical == false { throw ExitCode(1) }
         }
-        if identical == false { throw ExitCode(1) }
     }
 }

@@ -24,18 +24,29 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd", settings: settings)
-        let store = try global.openDatabase(settings)
+        // A PostgreSQL pool as large as the HTTP server's concurrent ledger work needs: group
+        // commits, the applier, the outbox sender, reconcile and the service API's reads.
+        let store = try await global.openStore(settings, connections: settings.databaseConnections)
         let daemon: BillingDaemon
         do {
             daemon = try await BillingDaemon(
                 settings: settings, store: store, options: .init(local: local, benchmarkRoutes: benchmarkRoutes), logger: logger)
-        } catch let error as SettingsError {
-            throw CommandFailure.configuration(error.description)
-        } catch let error as PlanCatalogLoadError {
-            throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
+        } catch {
+            try? await store.close()
+            switch error {
+            case let error as SettingsError: throw CommandFailure.configuration(error.description)
+            // The error names BILLINGD_PLANS and the file.
+            case let error as PlanCatalogLoadError: throw CommandFailure.configuration("\(error)")
+            default: throw error
+            }
         }
-        try await daemon.run()
-        try store.close()
+        do {
+            try await daemon.run()
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
         logger.notice("billingd stopped cleanly")
     }
 }

@@ -68,29 +68,6 @@ struct Trigger: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        let secret: String
-        // The ledger of `serve --local`, when the secret comes from it.
-        var localStore: SQLiteLedgerStore?
-        defer { try? localStore?.close() }
-        if let configured = settings.webhookSecrets.first {
-            secret = configured
-        } else {
-            // Never create a ledger here: one made in the wrong directory hides the real one.
-            let path = settings.databasePath
-            guard FileManager.default.fileExists(atPath: path) else {
-                let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-                throw CommandFailure.configuration(
-                    "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
-            }
-            let store = try global.openDatabase(settings)
-            localStore = store
-            guard let local = try await LocalMode.secret(in: store, creating: false) else {
-                throw CommandFailure.configuration(
-                    "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
-            }
-            secret = local
-        }
-
         let now = Int64(Date().timeIntervalSince1970)
         let eventID = id ?? "evt_" + Self.randomSuffix()
         let body: [UInt8]
@@ -101,6 +78,30 @@ struct Trigger: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
+
+        let secret: String
+        // The ledger of `serve --local`, when the secret comes from it.
+        var localStore: (any LedgerStore)?
+        if let configured = settings.webhookSecrets.first {
+            secret = configured
+        } else {
+            // Never create a ledger here: one made in the wrong directory hides the real one.
+            let path = settings.databasePath
+            guard settings.databaseURL != nil || FileManager.default.fileExists(atPath: path) else {
+                let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+                throw CommandFailure.configuration(
+                    "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
+            }
+            let store = try await global.openStore(settings)
+            localStore = store
+            guard let local = try await LocalMode.secret(in: store, creating: false) else {
+                try? await store.close()
+                throw CommandFailure.configuration(
+                    "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
+            }
+            secret = local
+        }
+
         let signature = SignatureVerifier.header(body: body, secret: secret, timestamp: now)
         let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/stripe"
 
@@ -108,14 +109,24 @@ struct Trigger: AsyncParsableCommand {
         if print {
             post.print()
         } else {
-            if let localStore { try await holdInLocalFake(body, store: localStore, settings: settings) }
+            if let localStore {
+                do {
+                    try await holdInLocalFake(body, store: localStore, settings: settings)
+                } catch {
+                    try? await localStore.close()
+                    throw error
+                }
+            }
+            try? await localStore?.close()
+            localStore = nil
             try await post.send(label: "\(eventType) \(eventID)", example: "http://127.0.0.1:8080/webhooks/stripe")
         }
+        try? await localStore?.close()
     }
 
     /// In local mode, has serve's Stripe fake (when it runs one) hold the event's object, so that
     /// Checkout, the portal and cancel find a triggered customer or subscription.
-    private func holdInLocalFake(_ body: [UInt8], store: SQLiteLedgerStore, settings: Settings) async throws {
+    private func holdInLocalFake(_ body: [UInt8], store: any LedgerStore, settings: Settings) async throws {
         let logger = global.logger("billingd.trigger", settings: settings)
         switch try await LocalStripeFake.hold(eventBody: body, store: store, logger: logger) {
         case .held(let objectID, let fake):

@@ -55,28 +55,28 @@ struct UsageReportCommand: AsyncParsableCommand {
         let logger = global.logger("billingd.usage", settings: settings)
         let client = try StripeClients.make(
             settings, logger: logger, purpose: "sends usage to Stripe Billing Meters: a restricted key (rk_…) needs write access to billing meter events")
-        let store = try global.openDatabase(settings)
-        defer { try? store.close() }
-        var options = UsageReporter.Options()
-        options.dryRun = dryRun
-        options.retryFailed = retryFailed
-        options.resendUnconfirmed = resendUnconfirmed
-        options.concurrency = concurrency
-        let reporter = UsageReporter(store: store, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger)
-        let summary: UsageReportSummary
-        do {
-            summary = try await reporter.run(options)
-        } catch let held as LeaseHeld {
-            FileHandle.standardError.write(Data(
-                "billingd usage report: another usage report run holds the lease (\(held.holder), since \(UTCTimestamp.string(held.acquiredAt))); try again later. Nothing was done.\n".utf8))
-            throw ExitCode(75)
-        } catch let failure as UsageReporter.Failure {
-            print(json ? Self.encode(failure.summary) : failure.summary.summary)
-            FileHandle.standardError.write(Data("billingd usage report: \(failure.summary.error ?? "\(failure.underlying)")\n".utf8))
-            throw ExitCode(1)
+        try await global.withStore(settings) { store in
+            var options = UsageReporter.Options()
+            options.dryRun = dryRun
+            options.retryFailed = retryFailed
+            options.resendUnconfirmed = resendUnconfirmed
+            options.concurrency = concurrency
+            let reporter = UsageReporter(store: store, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger)
+            let summary: UsageReportSummary
+            do {
+                summary = try await reporter.run(options)
+            } catch let held as LeaseHeld {
+                FileHandle.standardError.write(Data(
+                    "billingd usage report: another usage report run holds the lease (\(held.holder), since \(UTCTimestamp.string(held.acquiredAt))); try again later. Nothing was done.\n".utf8))
+                throw ExitCode(75)
+            } catch let failure as UsageReporter.Failure {
+                print(json ? Self.encode(failure.summary) : failure.summary.summary)
+                FileHandle.standardError.write(Data("billingd usage report: \(failure.summary.error ?? "\(failure.underlying)")\n".utf8))
+                throw ExitCode(1)
+            }
+            print(json ? Self.encode(summary) : summary.summary)
+            if !summary.allWent { throw ExitCode(1) }
         }
-        print(json ? Self.encode(summary) : summary.summary)
-        if !summary.allWent { throw ExitCode(1) }
     }
 
     static func encode(_ summary: UsageReportSummary) -> String {
@@ -128,23 +128,23 @@ struct UsageShow: AsyncParsableCommand {
         } catch {
             throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
         }
-        let store = try global.openDatabase(settings)
-        defer { try? store.close() }
-        let scope = try BillingCommandSupport.scope(account, base: .forAPIKey(isLive: settings.apiKeyIsLive))
-        let now = Int64(Date().timeIntervalSince1970)
-        let billing = try await store.users.billing(of: user, in: scope, stripeEntitlements: false)
-        let resolution = billing.resolve(catalog, now: now)
-        let states = try await UsageController.states(store.usage, catalog: catalog, of: user, in: scope, resolution: resolution, now: now)
-        var tallies: [String: UsageReportTally] = [:]
-        for state in states where state.meter.stripeMeter != nil {
-            if let period = state.period {
-                tallies[state.meter.id] = try await store.usageReports.reportTally(scope: scope, user: user, meter: state.meter.id, period: period)
+        try await global.withStore(settings) { store in
+            let scope = try BillingCommandSupport.scope(account, base: .forAPIKey(isLive: settings.apiKeyIsLive))
+            let now = Int64(Date().timeIntervalSince1970)
+            let billing = try await store.users.billing(of: user, in: scope, stripeEntitlements: false)
+            let resolution = billing.resolve(catalog, now: now)
+            let states = try await UsageController.states(store.usage, catalog: catalog, of: user, in: scope, resolution: resolution, now: now)
+            var tallies: [String: UsageReportTally] = [:]
+            for state in states where state.meter.stripeMeter != nil {
+                if let period = state.period {
+                    tallies[state.meter.id] = try await store.usageReports.reportTally(scope: scope, user: user, meter: state.meter.id, period: period)
+                }
             }
-        }
-        if json {
-            print(Output.json(Self.json(user: user, scope: scope, resolution: resolution, states: states, tallies: tallies)))
-        } else {
-            print(Self.text(user: user, scope: scope, resolution: resolution, states: states, tallies: tallies, catalogHasMeters: !catalog.meters.isEmpty))
+            if json {
+                print(Output.json(Self.json(user: user, scope: scope, resolution: resolution, states: states, tallies: tallies)))
+            } else {
+                print(Self.text(user: user, scope: scope, resolution: resolution, states: states, tallies: tallies, catalogHasMeters: !catalog.meters.isEmpty))
+            }
         }
     }
 

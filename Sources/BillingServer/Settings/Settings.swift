@@ -10,6 +10,8 @@ public struct Settings: Sendable {
     /// The PostgreSQL ledger named by `BILLINGD_DATABASE_URL` (its password from the URL,
     /// `BILLINGD_DATABASE_PASSWORD` or `BILLINGD_DATABASE_PASSWORD_FILE`); nil for SQLite.
     public var databaseURL: PostgresConfiguration?
+    /// The PostgreSQL pool's size in `serve`: connections each replica holds at most.
+    public var databaseConnections: Int
     public var host: String
     public var port: Int
     /// How long `serve` keeps an idle keep-alive connection open.
@@ -77,8 +79,9 @@ public struct Settings: Sendable {
     /// Every variable billingd reads, with its default and meaning, for `--help` and errors.
     public static let documented: [(name: String, defaultValue: String, meaning: String)] = [
         ("BILLINGD_DATABASE", "./billingd.sqlite3", "SQLite file of the ledger"),
-        ("BILLINGD_DATABASE_URL", "none: SQLite", "postgres://USER@HOST:PORT/DB?sslmode=… (PostgreSQL store: not complete yet)"),
+        ("BILLINGD_DATABASE_URL", "none: SQLite", "postgres://USER@HOST:PORT/DB?sslmode=…: the ledger on PostgreSQL, for several replicas"),
         ("BILLINGD_DATABASE_PASSWORD", "none", "the PostgreSQL password (or BILLINGD_DATABASE_PASSWORD_FILE: a file holding it)"),
+        ("BILLINGD_DATABASE_CONNECTIONS", "20", "PostgreSQL connections serve holds at most (per replica)"),
         ("BILLINGD_HOST", "127.0.0.1", "address serve listens on"),
         ("BILLINGD_PORT", "8080", "port serve listens on (0: a free one)"),
         ("BILLINGD_IDLE_TIMEOUT", "60s", "close a connection idle this long"),
@@ -155,6 +158,14 @@ public struct Settings: Sendable {
         } else if value("BILLINGD_DATABASE_PASSWORD") != nil || value("BILLINGD_DATABASE_PASSWORD_FILE") != nil {
             throw SettingsError.missing(
                 "BILLINGD_DATABASE_URL", "A PostgreSQL password is set (BILLINGD_DATABASE_PASSWORD or _FILE) but no URL to use it with.")
+        }
+        if let connections = value("BILLINGD_DATABASE_CONNECTIONS") {
+            guard let number = Int(connections), (2...1000).contains(number) else {
+                throw SettingsError.invalid("BILLINGD_DATABASE_CONNECTIONS", connections, "a number of connections from 2 to 1000")
+            }
+            databaseConnections = number
+        } else {
+            databaseConnections = 20
         }
         host = value("BILLINGD_HOST") ?? "127.0.0.1"
         if let port = value("BILLINGD_PORT") {

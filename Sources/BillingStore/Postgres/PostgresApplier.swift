@@ -28,6 +28,8 @@ package struct PostgresApplier: EventApplier {
     let replica: String
     /// How long a claim holds before another replica may take the event (Unix ms).
     let claimDuration: Int64
+    /// How applied changes are announced to the app's backend, in the same transaction; nil: not at all.
+    var outbox: OutboxPolicy?
 
     // MARK: Group commit
 
@@ -72,6 +74,7 @@ package struct PostgresApplier: EventApplier {
 
         var ingested = IngestResult()
         ingested.outcomes.reserveCapacity(batch.count)
+        var touches = OutboxTouches()
         for prepared in batch {
             let delivery = prepared.delivery
             let envelope = delivery.envelope
@@ -95,6 +98,9 @@ package struct PostgresApplier: EventApplier {
                     prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode,
                     connection: connection)
                 (status, effect) = (.applied, applied)
+                if applied != .stale, outbox != nil {
+                    InboxApplier.touch(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode, into: &touches)
+                }
                 if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
             }
             if processedAt != nil {
@@ -107,6 +113,7 @@ package struct PostgresApplier: EventApplier {
             else { throw StoredMeanwhile() }
             ingested.outcomes.append(.stored(seq: seq))
         }
+        if let outbox { try await PostgresOutbox.announce(touches, policy: outbox, now: now, connection: connection, logger: logger) }
         return ingested
     }
 
@@ -197,6 +204,7 @@ package struct PostgresApplier: EventApplier {
         try await PostgresObjectLock.lock(
             work.compactMap { PostgresObjectLock.key($0.1, account: $0.0.account, livemode: $0.0.livemode) }, connection, logger)
         var result = ApplyPass()
+        var touches = OutboxTouches()
         for (event, outcome) in work {
             result.processed += 1
             configuration.countVersion(event.apiVersion, in: &result)
@@ -218,6 +226,9 @@ package struct PostgresApplier: EventApplier {
                     try await PostgresInbox.recordDone(
                         seq: event.seq, status: .applied, effect: effect, at: now, connection: connection, logger: logger)
                     if effect == .stale { result.stale += 1 } else { result.applied += 1 }
+                    if effect != .stale, outbox != nil {
+                        InboxApplier.touch(outcome, account: event.account, livemode: event.livemode, into: &touches)
+                    }
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
                     // the batch with each event isolated.
@@ -236,6 +247,7 @@ package struct PostgresApplier: EventApplier {
                 if retryAt == nil { result.dead += 1 } else { result.failed += 1 }
             }
         }
+        if let outbox { try await PostgresOutbox.announce(touches, policy: outbox, now: now, connection: connection, logger: logger) }
         return result
     }
 }

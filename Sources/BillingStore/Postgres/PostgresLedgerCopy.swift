@@ -51,6 +51,10 @@ public enum PostgresLedgerCopy {
         }
     }
 
+    /// PostgreSQL's tables that are not ledger data and SQLite has no twin of: the migration
+    /// record, and reconcile's scratch list of the ids a run saw.
+    static let postgresOnlyTables = "'schemamigration', 'reconcileseen'"
+
     /// SQLite's own tables and GRDB's migration record, which are not ledger data.
     static func isBookkeeping(_ table: String) -> Bool {
         table.hasPrefix("sqlite_") || table == "grdb_migrations"
@@ -110,7 +114,7 @@ public enum PostgresLedgerCopy {
         let rows = try await connection.query(
             """
             SELECT table_name::text, column_name::text, data_type::text, is_identity::text FROM information_schema.columns
-            WHERE table_schema = current_schema() AND table_name <> 'schemamigration'
+            WHERE table_schema = current_schema() AND table_name NOT IN (\(unescaped: postgresOnlyTables))
             ORDER BY table_name, ordinal_position
             """, logger: logger)
         for try await (table, column, type, identity) in rows.decode((String, String, String, String).self) {

@@ -1,10 +1,10 @@
 import Foundation
 import Logging
 
-/// The Stripe and App Store ledger's roles on PostgreSQL: the applier, replay/inspect/dump and
-/// the service API's reads (issue 15). Vending one costs nothing: each is a small struct over the
-/// store's pool.
-extension PostgresLedgerStore {
+/// The Stripe and App Store ledger's roles on PostgreSQL: the applier, replay/inspect/dump, the
+/// service API's reads, reconcile's repairs, the App Store ledger and the outbox. Vending one
+/// costs nothing: each is a small struct over the store's pool.
+extension PostgresLedgerStore: LedgerStore {
     /// An applier of the shared inbox to the ledger; every replica runs one.
     public func applier(_ configuration: ApplierConfiguration) -> any EventApplier {
         postgresApplier(configuration)
@@ -16,7 +16,7 @@ extension PostgresLedgerStore {
         let (seconds, attoseconds) = claimDuration.components
         return PostgresApplier(
             client: client, logger: logger, configuration: configuration, replica: replicaName,
-            claimDuration: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+            claimDuration: seconds * 1000 + attoseconds / 1_000_000_000_000_000, outbox: outboxPolicy)
     }
 
     /// Replay, inspect and dump over the whole ledger.
@@ -24,6 +24,22 @@ extension PostgresLedgerStore {
 
     /// A user's customers, subscriptions, invoices and payment methods (the service API).
     public var users: any UserLedgerStore { PostgresUsers(client: client, logger: logger) }
+
+    /// The ledger side of Stripe reconcile; each one vended tracks its own listing.
+    public var reconciliation: any LedgerReconciliationStore {
+        PostgresLedgerReconciliation(client: client, logger: logger, outbox: outboxPolicy)
+    }
+
+    /// App Store transactions the app forwards, appAccountTokens and a user's purchases.
+    public var appStore: any AppStoreLedgerStore { PostgresAppStore(client: client, logger: logger, outbox: outboxPolicy) }
+
+    /// The ledger side of App Store reconcile.
+    public var appStoreReconciliation: any AppStoreReconciliationStore {
+        PostgresAppStore(client: client, logger: logger, outbox: outboxPolicy)
+    }
+
+    /// Events for the app's backend and the last view announced per user, shared by the replicas' senders.
+    public var outbox: any OutboxStore { PostgresOutbox(client: client, logger: logger) }
 
     /// This store's name in the applier's claims: host, process and store, so that an operator
     /// can tell whose claims are in the inbox.

@@ -4,11 +4,9 @@ import PostgresNIO
 import Synchronization
 
 /// The ledger on PostgreSQL, for several billingd replicas on one database: postgres-nio's pool
-/// (`PostgresClient`), bound parameters only, its own migrations. It implements the inbox, the
-/// applier, replay/inspect/dump and the service API's reads (PostgresLedgerStore+Ledger.swift),
-/// reconcile lease and runs, usage and its report queue, invoice exports and the store-wide
-/// members so far; it becomes a ``LedgerStore`` when every role has its PostgreSQL side (issue 15):
-/// until then ``PostgresStoreError/incomplete`` is what billingd says when pointed at one.
+/// (`PostgresClient`), bound parameters only, its own migrations. Every role of ``LedgerStore``
+/// has its PostgreSQL twin here or in PostgresLedgerStore+Ledger.swift, sharing the SQLite
+/// side's row builders and rules, so that both backends hold the same ledger.
 public final class PostgresLedgerStore: Sendable {
     /// The pool behind every role. Package, not public: nothing above BillingStore spells SQL;
     /// the package's tests use it for raw-SQL assertions.
@@ -19,20 +17,28 @@ public final class PostgresLedgerStore: Sendable {
     let logger: Logger
     /// The database's name, for messages.
     let configurationDatabase: String
-    /// Runs the pool (`client.run()`), which leases no connection without it. Unstructured
-    /// until the pool becomes a Service in serve's ServiceGroup: ``close()`` cancels it and
-    /// waits for it to end.
-    private let runTask: Task<Void, Never>
-    private let closed = Atomic<Bool>(false)
+    /// How this handle's ledger transactions announce changes of users' views to the outbox;
+    /// nil announces nothing (see ``announcing(_:)``).
+    let outboxPolicy: OutboxPolicy?
+    /// Runs the pool, shared by the handles ``announcing(_:)`` makes of one open store.
+    private let pool: PoolRun
 
     private init(
-        client: PostgresClient, runTask: Task<Void, Never>, appliedMigrations: [String], database: String, logger: Logger
+        client: PostgresClient, pool: PoolRun, appliedMigrations: [String], database: String, outbox: OutboxPolicy?, logger: Logger
     ) {
         self.client = client
         self.configurationDatabase = database
-        self.runTask = runTask
+        self.pool = pool
         self.appliedMigrations = appliedMigrations
+        self.outboxPolicy = outbox
         self.logger = logger
+    }
+
+    /// The same store, its ledger transactions announcing under `policy` (nil: not at all).
+    public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
+        PostgresLedgerStore(
+            client: client, pool: pool, appliedMigrations: appliedMigrations, database: configurationDatabase, outbox: policy,
+            logger: logger)
     }
 
     /// Connects once to check the database (reachable, `synchronous_commit` not off), migrates
@@ -78,7 +84,8 @@ public final class PostgresLedgerStore: Sendable {
         }
         for await _ in started {}
         return PostgresLedgerStore(
-            client: client, runTask: runTask, appliedMigrations: applied, database: configuration.database, logger: logger)
+            client: client, pool: PoolRun(runTask), appliedMigrations: applied, database: configuration.database, outbox: nil,
+            logger: logger)
     }
 
     /// The inbox of verified deliveries.
@@ -87,14 +94,9 @@ public final class PostgresLedgerStore: Sendable {
     /// Reconcile's lease, run records and event cursors.
     public var reconcileRuns: any ReconcileRunStore { PostgresReconcileRuns(client: client, logger: logger) }
     /// Usage records, counters and gauges.
-    public var usage: any UsageStore { PostgresUsage(client: client, logger: logger) }
+    public var usage: any UsageStore { PostgresUsage(client: client, logger: logger, outbox: outboxPolicy) }
     /// The queue of usage records reported to Stripe's meters.
     public var usageReports: any UsageReportStore { PostgresUsage(client: client, logger: logger) }
-    /// The reads of Stripe reconcile that need no ledger writer; the rest of
-    /// ``LedgerReconciliationStore`` comes with the PostgreSQL ledger writer.
-    package var reconciliationReads: PostgresLedgerReconciliationReads {
-        PostgresLedgerReconciliationReads(client: client, logger: logger)
-    }
     /// Invoice exports, whole or streamed.
     public var invoiceExports: any InvoiceExportStore { PostgresInvoiceExporter(client: client, logger: logger) }
 
@@ -131,17 +133,10 @@ public final class PostgresLedgerStore: Sendable {
         }
     }
 
-    /// The roles PostgreSQL does not implement yet, named for ``PostgresStoreError/incomplete(missing:)``.
-    public static let missingRoles = [
-        "the ledger writers and the applier", "replay, inspect and dump", "the service API's user reads",
-        "the App Store ledger", "reconcile's repairs",
-    ]
-
-    /// Stops the pool and waits for its connections to close; a second close does nothing.
+    /// Stops the pool and waits for its connections to close; a second close (of this handle
+    /// or of another of the same open store) does nothing.
     public func close() async {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        runTask.cancel()
-        await runTask.value
+        await pool.stop()
     }
 
     private static func setting(_ name: String, connection: PostgresConnection, logger: Logger) async throws -> String {
@@ -161,8 +156,6 @@ public enum PostgresStoreError: Error, CustomStringConvertible {
     case synchronousCommitOff(database: String)
     /// `backup` on PostgreSQL: the server's own tools make its backups.
     case backupIsPgDump(database: String)
-    /// BILLINGD_DATABASE_URL is set, but the PostgreSQL store does not implement every role yet.
-    case incomplete(missing: [String])
 
     public var description: String {
         switch self {
@@ -179,12 +172,6 @@ public enum PostgresStoreError: Error, CustomStringConvertible {
             """
             billingd backup copies a SQLite ledger; a PostgreSQL ledger is backed up with PostgreSQL's own tools: \
             pg_dump --format=custom --file=billingd.dump \(database) (or your provider's snapshots, or pg_basebackup with WAL archiving).
-            """
-        case .incomplete(let missing):
-            """
-            BILLINGD_DATABASE_URL is set, but billingd's PostgreSQL store is not complete yet (issue 15): it lacks \
-            \(missing.joined(separator: ", ")). billingd does not fall back to SQLite while it is set: unset it to use the \
-            SQLite ledger in BILLINGD_DATABASE. `billingd migrate` and `billingd copy` already work on PostgreSQL.
             """
         }
     }
@@ -208,5 +195,21 @@ public enum PostgresStoreError: Error, CustomStringConvertible {
         }
         if let underlying = error.underlying { return "\(error.code): \(underlying)" }
         return "\(error.code)"
+    }
+}
+
+/// The task running a store's pool (`client.run()`), which leases no connection without it.
+/// Unstructured, because the pool outlives the call that opens it and commands open stores
+/// outside any ServiceGroup: ``stop()`` cancels it and waits for it to end.
+private final class PoolRun: Sendable {
+    private let task: Task<Void, Never>
+    private let stopped = Atomic<Bool>(false)
+
+    init(_ task: Task<Void, Never>) { self.task = task }
+
+    func stop() async {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        task.cancel()
+        await task.value
     }
 }

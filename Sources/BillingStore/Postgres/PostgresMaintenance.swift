@@ -19,6 +19,12 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
             }
             try await PostgresInbox.requeueEverything(connection: connection, logger: logger)
         }
+        // Replay announces nothing, whatever store the applier came from.
+        var applier = applier
+        if var postgresApplier = applier as? PostgresApplier, postgresApplier.outbox != nil {
+            postgresApplier.outbox = nil
+            applier = postgresApplier
+        }
         return try await applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) }, progress: { progress($0.processed) })
     }
 

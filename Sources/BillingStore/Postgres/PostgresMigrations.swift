@@ -21,6 +21,7 @@ package enum PostgresMigrations {
                 + PostgresSchema.usage),
         PostgresInbox.claimMigration,
         Migration(version: "v3-outbox", statements: PostgresSchema.outbox),
+        PostgresLedgerReconciliation.seenMigration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

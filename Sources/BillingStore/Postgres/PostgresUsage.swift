@@ -12,6 +12,8 @@ import PostgresNIO
 struct PostgresUsage: UsageStore, UsageReportStore {
     let client: PostgresClient
     let logger: Logger
+    /// Announces `usage.limit_reached` in the transaction that reaches the limit; nil: not at all.
+    var outbox: OutboxPolicy? = nil
 
     /// A counter's or gauge's row key: bound as `$1`…`$4` of ``keyed(_:_:_:)``'s queries.
     struct Key: Hashable, Comparable {
@@ -59,7 +61,16 @@ struct PostgresUsage: UsageStore, UsageReportStore {
             var outcomes: [UsageOutcome] = []
             outcomes.reserveCapacity(operations.count)
             for operation in operations {
-                outcomes.append(try await Self.apply(operation, now: now, connection: connection, logger: logger))
+                let outcome = try await Self.apply(operation, now: now, connection: connection, logger: logger)
+                if let outbox, case .recorded(let state, duplicate: false) = outcome {
+                    let (scope, user): (ServiceScope, String) = switch operation {
+                    case .record(let input), .consume(let input): (input.scope, input.user)
+                    case .setGauge(let gaugeScope, let gaugeUser, _, _, _): (gaugeScope, gaugeUser)
+                    }
+                    try await PostgresOutbox.announceUsage(
+                        state, scope: scope, user: user, policy: outbox, now: now, connection: connection, logger: logger)
+                }
+                outcomes.append(outcome)
             }
             return outcomes
         }

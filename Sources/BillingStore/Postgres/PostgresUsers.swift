@@ -16,38 +16,7 @@ struct PostgresUsers: UserLedgerStore {
     }
 
     func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool) async throws -> UserBilling {
-        try await read { reader in
-            let customers = try await reader.customers(of: user, in: scope)
-            var subscriptions: [LedgerSubscription] = []
-            var entitlements: [String] = []
-            let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
-            for customer in customers {
-                let first = subscriptions.endIndex
-                try await reader.forEachRow(UserLedger.subscriptionsSQL, key + [.text(customer.id)]) { row in
-                    UserLedger.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
-                }
-                guard stripeEntitlements else { continue }
-                try await reader.forEachRow(UserLedger.entitlementsSQL, key + [.text(customer.id)]) { row in
-                    if let lookupKey = row.string(0) { entitlements.append(lookupKey) }
-                }
-            }
-            // A past_due subscription's grace counts from when its unpaid invoice fell due.
-            for index in subscriptions.indices where subscriptions[index].status == .pastDue {
-                guard let invoice = subscriptions[index].latestInvoice else { continue }
-                try await reader.forEachRow(UserLedger.invoiceDueSQL, key + [.text(invoice)]) { row in
-                    if let due = UserLedger.unpaidInvoiceDueAt(row) { subscriptions[index].unpaidInvoiceDueAt = due }
-                }
-            }
-            var appStore: [AppStoreSubscriptionRecord] = []
-            if scope.account.isEmpty {
-                try await reader.forEachRow(AppStoreLedgerReads.subscriptionsSQL(livemode: scope.livemode), [.text(user)]) { row in
-                    if let record = AppStoreLedgerReads.record(from: row) { appStore.append(record) }
-                }
-            }
-            return UserBilling(
-                user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
-                appStoreSubscriptions: appStore)
-        }
+        try await read { reader in try await reader.billing(of: user, in: scope, stripeEntitlements: stripeEntitlements) }
     }
 
     func invoices(of user: String, in scope: ServiceScope, limit: Int, startingAfter: String?) async throws -> UserInvoicePage? {
@@ -118,6 +87,40 @@ struct PostgresUsers: UserLedgerStore {
             for try await row in try await connection.run(sql, values, logger: logger) {
                 try body(PostgresRowValues(values: try row.map(LedgerValue.init)))
             }
+        }
+
+        /// The user's billing in one mode, as the service API and the outbox resolve it.
+        func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool = true) async throws -> UserBilling {
+            let customers = try await customers(of: user, in: scope)
+            var subscriptions: [LedgerSubscription] = []
+            var entitlements: [String] = []
+            let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
+            for customer in customers {
+                let first = subscriptions.endIndex
+                try await forEachRow(UserLedger.subscriptionsSQL, key + [.text(customer.id)]) { row in
+                    UserLedger.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
+                }
+                guard stripeEntitlements else { continue }
+                try await forEachRow(UserLedger.entitlementsSQL, key + [.text(customer.id)]) { row in
+                    if let lookupKey = row.string(0) { entitlements.append(lookupKey) }
+                }
+            }
+            // A past_due subscription's grace counts from when its unpaid invoice fell due.
+            for index in subscriptions.indices where subscriptions[index].status == .pastDue {
+                guard let invoice = subscriptions[index].latestInvoice else { continue }
+                try await forEachRow(UserLedger.invoiceDueSQL, key + [.text(invoice)]) { row in
+                    if let due = UserLedger.unpaidInvoiceDueAt(row) { subscriptions[index].unpaidInvoiceDueAt = due }
+                }
+            }
+            var appStore: [AppStoreSubscriptionRecord] = []
+            if scope.account.isEmpty {
+                try await forEachRow(AppStoreLedgerReads.subscriptionsSQL(livemode: scope.livemode), [.text(user)]) { row in
+                    if let record = AppStoreLedgerReads.record(from: row) { appStore.append(record) }
+                }
+            }
+            return UserBilling(
+                user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
+                appStoreSubscriptions: appStore)
         }
 
         func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {

@@ -1,0 +1,281 @@
+import BillingCore
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The outbox on PostgreSQL: the twin of ``OutboxLedger``, one owner of the outbox tables, with
+/// the same announcing step (``OutboxAnnouncer`` decides, this type reads and writes) run inside
+/// the ledger transaction of the change.
+///
+/// Several replicas send from one outbox. Each takes due rows with `FOR UPDATE SKIP LOCKED` and
+/// pushes their `nextAttemptAt` a lease ahead in the same statement, so two replicas never send
+/// one row at once; a replica killed mid-send leaves rows that fall due again when the lease
+/// runs out (at least once, as the app's receiver expects). A user's next event still waits for
+/// the previous one to be delivered or dead, whichever replica sends it.
+struct PostgresOutbox: OutboxStore {
+    let client: PostgresClient
+    let logger: Logger
+    /// How long a replica holds the rows it took before another may send them (Unix ms): longer
+    /// than the sender's request timeout, so that a slow endpoint is not sent to twice.
+    var sendLease: Int64 = 120_000
+
+    // MARK: - Announcing, inside the caller's transaction
+
+    /// For each user `touches` reaches, diffs their view with the last announced one, keeps the
+    /// new state and queues the events. `now` is Unix ms.
+    static func announce(
+        _ touches: OutboxTouches, policy: OutboxPolicy, now: Int64, connection: PostgresConnection, logger: Logger
+    ) async throws {
+        guard !touches.isEmpty else { return }
+        var users = touches.users
+        for customer in touches.customers {
+            let (account, livemode) = (customer.scope.account, customer.scope.livemode)
+            let rows = try await connection.query(
+                """
+                SELECT appUserID FROM customer WHERE account = \(account) AND livemode = \(livemode) AND id = \(customer.id)
+                    AND appUserID IS NOT NULL AND appUserID <> ''
+                UNION SELECT appUserID FROM userLink WHERE account = \(account) AND livemode = \(livemode) AND customer = \(customer.id)
+                """, logger: logger)
+            for try await user in rows.decode(String.self) { users.insert(.init(scope: customer.scope, user: user)) }
+        }
+        for purchase in touches.purchases {
+            let scope = ServiceScope(livemode: purchase.environment == "Production")
+            let rows = try await connection.query(
+                """
+                SELECT appUserID FROM appStoreOwner
+                WHERE environment = \(purchase.environment) AND originalTransactionID = \(purchase.originalTransactionID)
+                """, logger: logger)
+            for try await user in rows.decode(String.self) { users.insert(.init(scope: scope, user: user)) }
+        }
+        // A stable order, so that events of one transaction are queued the same way each time,
+        // and two transactions lock users' state rows in one order.
+        let ordered = users.sorted {
+            ($0.scope.livemode ? 1 : 0, $0.scope.account, $0.user) < ($1.scope.livemode ? 1 : 0, $1.scope.account, $1.user)
+        }
+        for touched in ordered {
+            try await announce(user: touched.user, scope: touched.scope, policy: policy, now: now, connection: connection, logger: logger)
+        }
+    }
+
+    /// Announces one user's change. The user's state row is locked first (created when missing),
+    /// so that two replicas changing one user's view announce one after the other, each diffing
+    /// with what the other announced.
+    static func announce(
+        user: String, scope: ServiceScope, policy: OutboxPolicy, now: Int64, connection: PostgresConnection, logger: Logger
+    ) async throws {
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(\(OutboxAnnouncer.userKey(scope: scope, user: user)), 1))", logger: logger)
+        let previous = try await connection.single(
+            """
+            SELECT state FROM outboxUserState WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
+            """, as: String.self, logger: logger
+        ).flatMap(OutboxAnnouncer.decode)
+        let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: scope)
+        guard let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
+        else { return }
+        try await connection.query(
+            """
+            INSERT INTO outboxUserState (account, livemode, "user", state, updatedAt)
+            VALUES (\(scope.account), \(scope.livemode), \(user), \(OutboxAnnouncer.encode(announced.state)), \(now))
+            ON CONFLICT (account, livemode, "user") DO UPDATE SET state = excluded.state, updatedAt = excluded.updatedAt
+            """, logger: logger)
+        for event in announced.events {
+            _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
+        }
+    }
+
+    /// Queues `usage.limit_reached` when a meter's state is at its limit for the first time in
+    /// its period; a gauge back under its limit may announce again.
+    static func announceUsage(
+        _ state: UsageMeterState, scope: ServiceScope, user: String, policy: OutboxPolicy, now: Int64, connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard state.limitCount != nil else { return }
+        let (meter, periodStart) = (state.meter.id, state.period?.start ?? 0)
+        guard OutboundEventRules.limitReached(state) else {
+            if state.period == nil {
+                try await connection.query(
+                    """
+                    DELETE FROM outboxUsageLimit WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
+                        AND meter = \(meter) AND periodStart = \(periodStart)
+                    """, logger: logger)
+            }
+            return
+        }
+        let inserted = try await connection.single(
+            """
+            INSERT INTO outboxUsageLimit (account, livemode, "user", meter, periodStart, reachedAt)
+            VALUES (\(scope.account), \(scope.livemode), \(user), \(meter), \(periodStart), \(now))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """, as: Int.self, logger: logger) != nil
+        guard inserted, !policy.endpoints.isEmpty else { return }
+        _ = try await insert(
+            OutboxAnnouncer.limitReached(state, scope: scope, user: user, policy: policy, nowMilliseconds: now),
+            endpoints: policy.endpoints, connection: connection, logger: logger)
+    }
+
+    static func insert(_ event: OutboxDraft, endpoints: [String], connection: PostgresConnection, logger: Logger) async throws -> [Int64] {
+        var seqs: [Int64] = []
+        let userKey = OutboxAnnouncer.userKey(scope: event.scope, user: event.user)
+        for endpoint in endpoints {
+            let seq = try await connection.single(
+                """
+                INSERT INTO outboxEvent (id, endpoint, type, account, livemode, "user", userKey, createdAt, payload, status, nextAttemptAt)
+                VALUES (\(event.id), \(endpoint), \(event.type), \(event.scope.account), \(event.scope.livemode), \(event.user),
+                    \(userKey), \(event.createdAt), \(ByteBuffer(bytes: event.payload)), \(OutboxStatus.pending.rawValue),
+                    \(event.createdAt))
+                RETURNING seq
+                """, as: Int64.self, logger: logger)
+            if let seq { seqs.append(seq) }
+        }
+        return seqs
+    }
+
+    // MARK: - The queue
+
+    static let columns = """
+        seq, id, endpoint, type, account, livemode, "user", createdAt, payload, status, attempts, nextAttemptAt, lastError, deliveredAt
+        """
+
+    private func messages(_ query: PostgresQuery, connection: PostgresConnection? = nil) async throws -> [OutboxMessage] {
+        let rows = if let connection {
+            try await connection.query(query, logger: logger)
+        } else {
+            try await client.query(query, logger: logger)
+        }
+        var messages: [OutboxMessage] = []
+        for try await (seq, id, endpoint, type, account, livemode, user, createdAt, payload, status, attempts, next, error, delivered)
+            in rows.decode((Int64, String, String, String, String, Bool, String, Int64, ByteBuffer, String, Int, Int64?, String?, Int64?).self)
+        {
+            messages.append(OutboxMessage(
+                seq: seq,
+                event: OutboxDraft(
+                    id: id, type: type, scope: ServiceScope(account: account, livemode: livemode), user: user, createdAt: createdAt,
+                    payload: Array(payload.readableBytesView)),
+                endpoint: endpoint, status: OutboxStatus(rawValue: status) ?? .pending, attempts: attempts, nextAttemptAt: next,
+                lastError: error, deliveredAt: delivered))
+        }
+        return messages
+    }
+
+    /// The next event of each (endpoint, user) whose earlier events are all delivered or dead,
+    /// due at `now`, taken for this replica until the send lease runs out; oldest due first.
+    func due(now: Int64, limit: Int) async throws -> [OutboxMessage] {
+        try await client.transaction(logger: logger) { connection in
+            let taken = try await messages(
+                """
+                UPDATE outboxEvent t SET nextAttemptAt = \(now + sendLease)
+                FROM (
+                    SELECT e.seq FROM outboxEvent e
+                    WHERE e.status IN ('pending', 'failed') AND e.nextAttemptAt <= \(now)
+                        AND NOT EXISTS (
+                            SELECT 1 FROM outboxEvent f
+                            WHERE f.endpoint = e.endpoint AND f.userKey = e.userKey AND f.status IN ('pending', 'failed') AND f.seq < e.seq)
+                        AND NOT EXISTS (SELECT 1 FROM outboxEndpoint d WHERE d.url = e.endpoint)
+                    ORDER BY e.nextAttemptAt, e.seq
+                    LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED) AS due
+                WHERE t.seq = due.seq
+                RETURNING t.seq, t.id, t.endpoint, t.type, t.account, t.livemode, t."user", t.createdAt, t.payload, t.status,
+                    t.attempts, \(now)::bigint, t.lastError, t.deliveredAt
+                """, connection: connection)
+            return taken.sorted { ($0.nextAttemptAt ?? 0, $0.seq) < ($1.nextAttemptAt ?? 0, $1.seq) }
+        }
+    }
+
+    func record(_ attempts: [OutboxAttempt]) async throws {
+        guard !attempts.isEmpty else { return }
+        try await client.transaction(logger: logger) { connection in
+            for attempt in attempts.sorted(by: { $0.seq < $1.seq }) {
+                switch attempt.outcome {
+                case .delivered:
+                    try await update(attempt.seq, status: .delivered, next: nil, error: nil, delivered: attempt.at, connection)
+                case .failed(let error, let retryAt):
+                    try await update(attempt.seq, status: .failed, next: retryAt, error: error, delivered: nil, connection)
+                case .dead(let error):
+                    try await update(attempt.seq, status: .dead, next: nil, error: error, delivered: nil, connection)
+                case .gone:
+                    // Not an attempt of the event's: it waits, pending, for the endpoint to come
+                    // back (due at once then, not at the end of the send lease).
+                    try await connection.query(
+                        """
+                        UPDATE outboxEvent SET lastError = '410 Gone: endpoint disabled', nextAttemptAt = \(attempt.at)
+                        WHERE seq = \(attempt.seq)
+                        """, logger: logger)
+                }
+            }
+        }
+    }
+
+    private func update(
+        _ seq: Int64, status: OutboxStatus, next: Int64?, error: String?, delivered: Int64?, _ connection: PostgresConnection
+    ) async throws {
+        try await connection.query(
+            """
+            UPDATE outboxEvent SET status = \(status.rawValue), attempts = attempts + 1, nextAttemptAt = \(next),
+                lastError = \(error), deliveredAt = \(delivered)
+            WHERE seq = \(seq)
+            """, logger: logger)
+    }
+
+    func list(status: OutboxStatus?, limit: Int) async throws -> [OutboxMessage] {
+        if let status {
+            return try await messages(
+                "SELECT \(unescaped: Self.columns) FROM outboxEvent WHERE status = \(status.rawValue) ORDER BY seq DESC LIMIT \(limit)")
+        }
+        return try await messages("SELECT \(unescaped: Self.columns) FROM outboxEvent ORDER BY seq DESC LIMIT \(limit)")
+    }
+
+    func retry(id: String, now: Int64) async throws -> Int {
+        try await count(
+            "UPDATE outboxEvent SET status = 'pending', nextAttemptAt = \(now) WHERE id = \(id) AND status IN ('failed', 'dead') RETURNING 1")
+    }
+
+    func retryAllDead(now: Int64) async throws -> Int {
+        try await count("UPDATE outboxEvent SET status = 'pending', nextAttemptAt = \(now) WHERE status = 'dead' RETURNING 1")
+    }
+
+    private func count(_ query: PostgresQuery) async throws -> Int {
+        var count = 0
+        for try await _ in try await client.query(query, logger: logger) { count += 1 }
+        return count
+    }
+
+    func depth() async throws -> OutboxDepth {
+        var counts: [OutboxStatus: Int] = [:]
+        for try await (status, count) in try await client.query(
+            "SELECT status, COUNT(*) FROM outboxEvent GROUP BY status", logger: logger
+        ).decode((String, Int).self) {
+            if let status = OutboxStatus(rawValue: status) { counts[status] = count }
+        }
+        let oldest = try await client.single(
+            "SELECT MIN(createdAt) FROM outboxEvent WHERE status IN ('pending', 'failed')", as: Int64?.self, logger: logger) ?? nil
+        return OutboxDepth(counts: counts, oldestUndeliveredAt: oldest)
+    }
+
+    func disableEndpoint(_ url: String, at: Int64, reason: String) async throws {
+        try await client.query(
+            "INSERT INTO outboxEndpoint (url, disabledAt, reason) VALUES (\(url), \(at), \(reason)) ON CONFLICT (url) DO NOTHING",
+            logger: logger)
+    }
+
+    func enableEndpoint(_ url: String) async throws -> Bool {
+        try await count("DELETE FROM outboxEndpoint WHERE url = \(url) RETURNING 1") > 0
+    }
+
+    func disabledEndpoints() async throws -> [String: Int64] {
+        var endpoints: [String: Int64] = [:]
+        for try await (url, at) in try await client.query("SELECT url, disabledAt FROM outboxEndpoint", logger: logger).decode((String, Int64).self) {
+            endpoints[url] = at
+        }
+        return endpoints
+    }
+
+    func enqueue(_ event: OutboxDraft, endpoints: [String], now: Int64) async throws -> [OutboxMessage] {
+        try await client.transaction(logger: logger) { connection in
+            let seqs = try await Self.insert(event, endpoints: endpoints, connection: connection, logger: logger)
+            return try await messages(
+                "SELECT \(unescaped: Self.columns) FROM outboxEvent WHERE seq = ANY(\(seqs)) ORDER BY seq", connection: connection)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Testing
+
+/// The outbox and the App Store roles through ``LedgerStore`` alone, on both backends: the same
+/// deliveries must announce the same events, queue them in the same order per user, and leave
+/// the same App Store state, whichever store holds the ledger.
+@Suite("Announcing and the App Store on both backends", .serialized)
+struct AnnouncingBackendTests {
+    typealias F = AppStoreFactory
+    static let endpoint = "https://app.example.com/billing-hooks"
+
+    /// What one backend made of the scenario, to compare with the other's.
+    struct Outcome: Equatable {
+        var announced: [String] = []
+        var sentInOrder: [String] = []
+        var stale: [String] = []
+        var owner: String?
+        var deadRetried = 0
+    }
+
+    /// A user subscribes with their appAccountToken, renews, fails to renew and expires; the app's
+    /// backend is sent each change, in order, one at a time.
+    func scenario(_ backend: StoreBackend) async throws -> Outcome {
+        var outcome = Outcome()
+        try await withLedger(backend) { ledger in
+            let policy = OutboxPolicy(
+                catalog: .freeOnly, endpoints: [Self.endpoint], render: { billing, _ in Array(#"{"user":"\#(billing.user)"}"#.utf8) },
+                now: { (F.t0 + 20 * F.day) / 1000 })
+            let store = ledger.store.announcing(policy)
+            let token = try await store.appStore.accountToken(for: "user_7")
+            #expect(try await store.appStore.accountToken(for: "user_7") == token, "the token is stable")
+            let bodies = [
+                F.notification("SUBSCRIBED", "INITIAL_BUY", original: "700", transaction: "700", purchase: F.t0, expires: F.t0 + 30 * F.day,
+                    signed: F.t0, token: token),
+                F.notification("DID_RENEW", original: "700", transaction: "701", purchase: F.t0 + 30 * F.day, expires: F.t0 + 60 * F.day,
+                    signed: F.t0 + 30 * F.day, token: token),
+            ]
+            _ = try await store.inbox.insert(try bodies.map(F.delivery))
+            let pass = try await store.applier(.init(firstRetryDelay: .zero)).drain()
+            #expect(pass.applied == 2)
+
+            let queued = try await store.outbox.list(status: .pending, limit: 100).reversed()
+            outcome.announced = queued.map { "\($0.event.user) \($0.event.type) \($0.endpoint)" }
+            #expect(!queued.isEmpty, "a purchase is announced")
+            #expect(queued.allSatisfy { $0.event.user == "user_7" && $0.event.scope == .test })
+
+            // One at a time per user: the next waits for the previous to be delivered.
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            for _ in queued {
+                let due = try await store.outbox.due(now: now, limit: 10)
+                #expect(due.count == 1, "only the user's oldest undelivered event is due")
+                guard let first = due.first else { break }
+                outcome.sentInOrder.append(first.event.type)
+                try await store.outbox.record([OutboxAttempt(seq: first.seq, outcome: .delivered, at: now)])
+            }
+            #expect(try await store.outbox.due(now: now, limit: 10).isEmpty)
+            #expect(try await store.outbox.depth().counts[.delivered] == queued.count)
+
+            // A dead event comes back with retry; a 410 disables the endpoint until enabled.
+            let test = try await store.outbox.enqueue(
+                OutboxDraft(id: "msg_test", type: "test", scope: .test, user: "user_7", createdAt: now, payload: Array("{}".utf8)),
+                endpoints: [Self.endpoint], now: now)
+            try await store.outbox.record([OutboxAttempt(seq: test[0].seq, outcome: .dead(error: "HTTP 500"), at: now)])
+            outcome.deadRetried = try await store.outbox.retryAllDead(now: now)
+            try await store.outbox.disableEndpoint(Self.endpoint, at: now, reason: "410 Gone")
+            #expect(try await store.outbox.due(now: now, limit: 10).isEmpty, "a disabled endpoint is sent nothing")
+            #expect(try await store.outbox.enableEndpoint(Self.endpoint))
+            #expect(try await store.outbox.due(now: now, limit: 10).map(\.event.id) == ["msg_test"])
+
+            let record = try #require(try await store.appStore.subscription(environment: "Sandbox", originalTransactionID: "700"))
+            outcome.owner = record.owner
+            outcome.stale = try await store.appStoreReconciliation.staleSubscriptions(
+                environment: "Sandbox", now: F.t0 + 90 * F.day, after: nil, limit: 10
+            ).map { "\($0.originalTransactionID) \($0.reason.rawValue)" }
+        }
+        return outcome
+    }
+
+    @Test("The same deliveries announce the same events, sent one at a time per user, on SQLite and PostgreSQL")
+    func sameOnBoth() async throws {
+        let sqlite = try await scenario(.sqlite)
+        let postgres = try await scenario(.postgres)
+        #expect(sqlite.owner == "user_7", "the appAccountToken ties the purchase to its user")
+        #expect(sqlite.stale == ["700 expired_while_active"], "active past its expiry with no renewal is worth asking Apple about")
+        #expect(sqlite.deadRetried == 1)
+        #expect(postgres == sqlite)
+    }
+}
