@@ -46,7 +46,7 @@ public struct UserRequest: Sendable {
     }
 
     /// The largest app user id accepted, in UTF-8 bytes.
-    static let maximumUserBytes = 255
+    package static let maximumUserBytes = 255
 
     /// The app user of a raw path segment: percent-decoded, 1 to 255 bytes of UTF-8, no control
     /// characters.

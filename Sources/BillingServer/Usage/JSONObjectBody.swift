@@ -3,9 +3,9 @@ import Hummingbird
 
 /// A JSON object request body read strictly: `application/json` (or no content type), a size
 /// limit, only known members, and typed getters whose errors name the member (`events[3].quantity`).
-struct JSONObjectBody {
+package struct JSONObjectBody {
     /// A member as sent: JSON's types, with integers apart from other numbers.
-    enum Value: Decodable {
+    package enum Value: Decodable {
         case integer(Int64)
         case number(Double)
         case string(String)
@@ -16,7 +16,7 @@ struct JSONObjectBody {
 
         /// Tries the likeliest types first: each failed attempt throws, which costs more than
         /// the decoding itself.
-        init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let integer = try? container.decode(Int64.self) {
                 self = .integer(integer)
@@ -48,9 +48,9 @@ struct JSONObjectBody {
         }
     }
 
-    let members: [String: Value]
+    package let members: [String: Value]
     /// Where the object is, for error messages: "" for the body, "events[3]." in a list.
-    let place: String
+    package let place: String
 
     init(members: [String: Value], place: String = "", allowed: [String]) throws {
         for name in members.keys.sorted() where !allowed.contains(name) {
@@ -66,6 +66,12 @@ struct JSONObjectBody {
     init(_ request: Request, limit: Int, allowed: [String]) async throws {
         let bytes = try await RequestBody.collect(request, limit: limit)
         try RequestBody.requireJSON(request, body: bytes)
+        try self.init(bytes: bytes, allowed: allowed)
+    }
+
+    /// Reads a body's bytes as a JSON object with only `allowed` members; pure, so that the
+    /// usage fuzz target reaches it without a server.
+    package init(bytes: [UInt8], allowed: [String]) throws {
         guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
             throw APIError(
                 .badRequest, code: "invalid_body",
@@ -83,7 +89,7 @@ struct JSONObjectBody {
     }
 
     /// An integer in `range`; nil when absent (or null) and not required.
-    func integer(_ name: String, in range: ClosedRange<Int64>, required: Bool, _ expected: String) throws -> Int64? {
+    package func integer(_ name: String, in range: ClosedRange<Int64>, required: Bool, _ expected: String) throws -> Int64? {
         switch members[name] {
         case nil, .null?:
             if required { throw missing(name, expected) }
@@ -97,7 +103,7 @@ struct JSONObjectBody {
     }
 
     /// A non-empty string of at most `maximumBytes` UTF-8 bytes without control characters.
-    func string(_ name: String, maximumBytes: Int, _ expected: String) throws -> String {
+    package func string(_ name: String, maximumBytes: Int, _ expected: String) throws -> String {
         switch members[name] {
         case nil, .null?:
             throw missing(name, expected)
@@ -112,7 +118,7 @@ struct JSONObjectBody {
     }
 
     /// A list of objects, each with only `allowed` members.
-    func objects(_ name: String, maximum: Int, allowed: [String]) throws -> [JSONObjectBody] {
+    package func objects(_ name: String, maximum: Int, allowed: [String]) throws -> [JSONObjectBody] {
         guard case .array(let items)? = members[name] else {
             throw members[name] == nil ? missing(name, "a list of at most \(maximum) objects") : invalid(name, "a list of objects")
         }

@@ -16,7 +16,7 @@ import Hummingbird
 /// Every write is durable before the answer (a group commit, as for webhooks).
 public struct UsageController: Sendable {
     static let maximumBodySize = 1 << 20
-    static let maximumBatch = 1000
+    package static let maximumBatch = 1000
     /// How old a usage record may be: Stripe's own window for meter events, so that every record
     /// can still be reported.
     static let lateWindow = MeterEventPolicy.pastWindow
@@ -182,6 +182,15 @@ public struct UsageController: Sendable {
     func recordInput(
         _ body: JSONObjectBody, user: String, scope: ServiceScope, meter: UsageMeter, resolution: PlanResolution, now: Int64
     ) throws -> UsageRecordInput {
+        let (quantity, key, timestamp) = try Self.recordFields(body, now: now)
+        return UsageRecordInput(
+            scope: scope, user: user, meter: meter, quantity: quantity, timestamp: timestamp, idempotencyKey: key,
+            period: resolution.usagePeriod(now: now), limit: resolution.limit(of: meter))
+    }
+
+    /// A usage record's own members, checked: pure, so that the usage fuzz target reaches it
+    /// without a server or a ledger.
+    package static func recordFields(_ body: JSONObjectBody, now: Int64) throws -> (quantity: Int64, idempotencyKey: String, timestamp: Int64) {
         let quantity = try body.integer("quantity", in: 1...Self.maximumQuantity, required: true, "a whole number from 1 to \(Self.maximumQuantity)")!
         let key = try body.string(
             "idempotency_key", maximumBytes: Self.maximumKeyBytes,
@@ -195,9 +204,7 @@ public struct UsageController: Sendable {
                 message: "\(body.place)timestamp \(timestamp) is \(timestamp < earliest ? "more than 35 days ago" : "more than 5 minutes ahead of billingd's clock"); usage is accepted from \(earliest) to \(latest) (Unix seconds), as Stripe accepts meter events.",
                 extra: ["field": body.place + "timestamp"])
         }
-        return UsageRecordInput(
-            scope: scope, user: user, meter: meter, quantity: quantity, timestamp: timestamp, idempotencyKey: key,
-            period: resolution.usagePeriod(now: now), limit: resolution.limit(of: meter))
+        return (quantity, key, timestamp)
     }
 
     /// The cheapest tier that would allow a refused consume, at the user's seat count.

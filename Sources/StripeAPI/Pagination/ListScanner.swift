@@ -3,26 +3,26 @@
 ///
 /// A small validating scanner over the whole body: strings with escapes, nested containers, and
 /// `"data"` keys inside elements are all skipped correctly; anything malformed is an error.
-enum ListScanner {
-    struct Element: Equatable {
-        let range: Range<Int>
+package enum ListScanner {
+    package struct Element: Equatable {
+        package let range: Range<Int>
         /// The element's top-level `id`, "" when it has none.
-        let id: String
+        package let id: String
     }
 
-    struct Result: Equatable {
-        var elements: [Element] = []
-        var hasMore = false
+    package struct Result: Equatable {
+        package var elements: [Element] = []
+        package var hasMore = false
         /// `next_page` of a search result, nil for ordinary lists.
-        var nextPage: String?
+        package var nextPage: String?
     }
 
-    struct Failure: Error, Equatable {
-        let reason: String
-        let offset: Int
+    package struct Failure: Error, Equatable {
+        package let reason: String
+        package let offset: Int
     }
 
-    static func scan(_ body: [UInt8]) throws(Failure) -> Result {
+    package static func scan(_ body: [UInt8]) throws(Failure) -> Result {
         try body.withUnsafeBufferPointer { (bytes) throws(Failure) -> Result in
             var scanner = Scanner(bytes: bytes)
             return try scanner.list()
