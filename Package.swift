@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "billingd", targets: ["billingd"]),
         .library(name: "BillingCore", targets: ["BillingCore"]),
         .library(name: "BillingStore", targets: ["BillingStore"]),
+        // For the libFuzzer executables in Fuzz/, a package of their own (see scripts/fuzz).
+        .library(name: "FuzzHarnesses", targets: ["FuzzHarnesses"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -191,6 +193,20 @@ let package = Package(
         .executableTarget(
             name: "billingd",
             dependencies: ["BillingCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+        // The fuzz targets (issue 18): every parser of outside input as a function of raw bytes,
+        // run by libFuzzer from Fuzz/ and, on its seeds and every input that ever crashed one,
+        // by FuzzHarnessesTests. The App Store target trusts the test PKI that signed its seeds.
+        .target(
+            name: "FuzzHarnesses",
+            dependencies: ["BillingCore", "BillingServer", "StripeAPI"],
+            resources: [.embedInCode("appstore-test-pki.pem")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FuzzHarnessesTests",
+            dependencies: ["FuzzHarnesses", "BillingCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
