@@ -224,7 +224,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Test-only support shared by test targets (no product depends on it).
-        .target(name: "BillingTestSupport", path: "Tests/BillingTestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "BillingTestSupport",
+            dependencies: [
+                "BillingStore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/BillingTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "BillingServerTests",
             dependencies: [

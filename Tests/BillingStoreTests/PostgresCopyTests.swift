@@ -1,5 +1,6 @@
 import BillingCore
 import BillingStore
+import BillingTestSupport
 import Foundation
 import GRDB
 import Testing

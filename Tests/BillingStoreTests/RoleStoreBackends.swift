@@ -1,4 +1,5 @@
 import BillingStore
+import BillingTestSupport
 import Foundation
 
 /// The roles whose stores exist on both backends, of one store (one replica).
