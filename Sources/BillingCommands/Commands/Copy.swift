@@ -26,8 +26,7 @@ struct Copy: AsyncParsableCommand {
 
     func run() async throws {
         var environment = ProcessInfo.processInfo.environment
-        // The target is named here, not by the settings: the refusal to run incomplete roles on
-        // PostgreSQL concerns serve and the other commands, not copy.
+        // --to wins over the settings' URL, so that a copy can name its target explicitly.
         if let to { environment["BILLINGD_DATABASE_URL"] = to }
         let settings: Settings
         do {
