@@ -68,7 +68,7 @@ public struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
         let errorMessage: String?
 
         static func read(_ answer: HTTPTransportResponse) -> (code: Int?, message: String) {
-            if let body = try? JSONDecoder().decode(Body.self, from: Data(answer.body)), body.errorCode != nil || body.errorMessage != nil {
+            if let body = try? JSONDecoder().decode(Body.self, fromUntrusted: answer.body), body.errorCode != nil || body.errorMessage != nil {
                 return (body.errorCode, body.errorMessage ?? "HTTP \(answer.status) with no error message")
             }
             if answer.status == 401 {

@@ -154,7 +154,7 @@ public final class AppStoreClient: Sendable {
     /// Decodes a 2xx body into one of Apple's documented shapes.
     func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], route: String) throws(AppStoreAPIError) -> T {
         do {
-            return try JSONDecoder().decode(type, from: Data(body))
+            return try JSONDecoder().decode(type, fromUntrusted: body)
         } catch {
             throw AppStoreAPIError(kind: .decoding, message: "the answer is not a valid \(T.self)", route: route)
         }

@@ -45,7 +45,7 @@ public struct EventEnvelope: Sendable, Equatable {
         }
         let wire: Wire
         do {
-            wire = try JSONDecoder().decode(Wire.self, from: Data(body))
+            wire = try JSONDecoder().decode(Wire.self, fromUntrusted: body)
         } catch {
             throw .notAnEvent("the body is not a JSON Stripe event (\(Self.describe(error)))")
         }

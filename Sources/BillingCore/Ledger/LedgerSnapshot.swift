@@ -52,10 +52,9 @@ public struct LedgerSnapshot: Sendable, Equatable {
         objectJSON raw: ArraySlice<UInt8>
     ) throws(DecodingFailure) -> LedgerSnapshot {
         let decoder = JSONDecoder()
-        let data = Data(raw)
         func decode<T: Decodable>(_ type: T.Type) throws(DecodingFailure) -> T {
             do {
-                return try decoder.decode(T.self, from: data)
+                return try decoder.decode(T.self, fromUntrusted: raw)
             } catch {
                 throw .invalid(kind: kind, reason: Self.describe(error))
             }

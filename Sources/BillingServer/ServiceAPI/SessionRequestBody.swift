@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -84,7 +85,7 @@ struct SessionRequestBody {
         }
         let fields: [String: Value]
         do {
-            fields = try JSONDecoder().decode([String: Value].self, from: Data(bytes))
+            fields = try JSONDecoder().decode([String: Value].self, fromUntrusted: bytes)
         } catch {
             let isObject = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "{")
             throw BillingError(

@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 import Hummingbird
 
@@ -72,7 +73,7 @@ package struct JSONObjectBody {
     /// Reads a body's bytes as a JSON object with only `allowed` members; pure, so that the
     /// usage fuzz target reaches it without a server.
     package init(bytes: [UInt8], allowed: [String]) throws {
-        guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
+        guard let members = try? JSONDecoder().decode([String: Value].self, fromUntrusted: bytes) else {
             throw APIError(
                 .badRequest, code: "invalid_body",
                 message: "The body is not a JSON object; send {\(allowed.map { "\"\($0)\": …" }.joined(separator: ", "))}.")

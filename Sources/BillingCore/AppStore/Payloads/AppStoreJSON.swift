@@ -39,7 +39,7 @@ struct AppStoreJSON: Sendable {
     /// Parses a JSON object; throws when the bytes are not one, or when one of its strings holds
     /// a control character (Apple's never do; see ``StoredText``: the ids would be stored cut short).
     init(_ bytes: [UInt8]) throws(AppStorePayloadError) {
-        guard let members = try? JSONDecoder().decode([String: Value].self, from: Data(bytes)) else {
+        guard let members = try? JSONDecoder().decode([String: Value].self, fromUntrusted: bytes) else {
             throw AppStorePayloadError("the payload is not a JSON object")
         }
         if let name = Self.memberWithControlCharacter(members) {

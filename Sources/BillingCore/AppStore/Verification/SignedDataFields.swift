@@ -123,7 +123,7 @@ enum SignedDataFields {
 
     /// Decodes `bytes` as a JSON object of shape `T`; nil when it is not a JSON object.
     static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> T? {
-        try? JSONDecoder().decode(type, from: Data(bytes))
+        try? JSONDecoder().decode(type, fromUntrusted: bytes)
     }
 }
 

@@ -1,0 +1,44 @@
+import BillingCore
+import Foundation
+import Testing
+
+@Suite("JSON from outside: nesting past Foundation's limit is refused, not trapped on")
+struct UntrustedJSONTests {
+    /// A value of any shape, to decode nested arrays.
+    indirect enum Nested: Decodable, Equatable {
+        case array([Nested])
+        case other
+
+        init(from decoder: any Decoder) throws {
+            if let array = try? decoder.singleValueContainer().decode([Nested].self) {
+                self = .array(array)
+            } else {
+                self = .other
+            }
+        }
+    }
+
+    @Test("513 nested arrays, which make JSONDecoder trap, throw a decoding error", arguments: ["", "{\"a\":"])
+    func tooDeep(prefix: String) {
+        let bytes = Array(prefix.utf8) + [UInt8](repeating: UInt8(ascii: "["), count: 513)
+        #expect(UntrustedJSON.nestsTooDeeply(bytes))
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(Nested.self, fromUntrusted: bytes) }
+    }
+
+    @Test("Nesting at the limit decodes as JSONDecoder decodes it")
+    func atTheLimit() throws {
+        let depth = UntrustedJSON.maximumDepth - 1
+        let bytes = Array(String(repeating: "[", count: depth).utf8) + Array(String(repeating: "]", count: depth).utf8)
+        #expect(!UntrustedJSON.nestsTooDeeply(bytes))
+        let plain = try JSONDecoder().decode(Nested.self, from: Data(bytes))
+        #expect(try JSONDecoder().decode(Nested.self, fromUntrusted: bytes) == plain)
+    }
+
+    @Test("Brackets inside strings, escaped quotes included, do not count as nesting")
+    func strings() throws {
+        let text = "{\"a\":\"\\\"" + String(repeating: "[", count: 600) + "\"}"
+        #expect(!UntrustedJSON.nestsTooDeeply(Array(text.utf8)))
+        let decoded = try JSONDecoder().decode([String: String].self, fromUntrusted: Array(text.utf8))
+        #expect(decoded["a"]?.count == 601)
+    }
+}
