@@ -36,19 +36,19 @@ enum EventEnvelopeTarget {
             return .violated("an event signed at its own created time was refused as created later")
         }
         // The applier's step (InboxApplier.decode): route by type, decode the object.
+        let routed: (kind: LedgerObjectKind, deletion: Bool)
         switch EventRoute(eventType: envelope.type) {
-        case .snapshot(let kind), .deletion(let kind):
-            let deletion = EventRoute(eventType: envelope.type) == .deletion(kind)
-            if let snapshot = try? LedgerSnapshot.decode(
-                kind: kind, deletion: deletion, eventType: envelope.type, eventID: envelope.id, eventCreated: envelope.created,
-                objectJSON: body[range])
-            {
-                guard snapshot.raw == body[range], !snapshot.objectID.isEmpty else {
-                    return .violated("a snapshot does not keep the object's bytes, or has no id")
-                }
+        case .snapshot(let kind): routed = (kind, false)
+        case .deletion(let kind): routed = (kind, true)
+        case .recordOnly, .ignored: return .accepted
+        }
+        if let snapshot = try? LedgerSnapshot.decode(
+            kind: routed.kind, deletion: routed.deletion, eventType: envelope.type, eventID: envelope.id,
+            eventCreated: envelope.created, objectJSON: body[range])
+        {
+            guard snapshot.raw == body[range], !snapshot.objectID.isEmpty, snapshot.version.deleted || !routed.deletion else {
+                return .violated("a snapshot does not keep the object's bytes, has no id, or outlives its deletion")
             }
-        case .recordOnly, .ignored:
-            break
         }
         return .accepted
     }

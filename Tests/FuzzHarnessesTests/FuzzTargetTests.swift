@@ -30,6 +30,15 @@ struct FuzzTargetTests {
         }
     }
 
+    @Test("Fixtures/fuzz-regressions holds one folder per target and nothing else")
+    func regressionFolders() throws {
+        let folder = FuzzCorpus.root.appendingPathComponent("Fixtures/fuzz-regressions")
+        guard FileManager.default.fileExists(atPath: folder.path) else { return }
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where !name.hasPrefix(".") {
+            #expect(FuzzTarget(rawValue: name) != nil, "Fixtures/fuzz-regressions/\(name) is not a fuzz target's folder, so nothing replays it")
+        }
+    }
+
     @Test("Empty input is answered by every target, never trapped on", arguments: FuzzTarget.allCases)
     func emptyInput(target: FuzzTarget) async {
         // No parameters encode as "" and read back as none; every parser refuses nothing.
