@@ -18,6 +18,8 @@ struct AnnouncingBackendTests {
         var stale: [String] = []
         var owner: String?
         var deadRetried = 0
+        /// `billingd inspect 700`: the purchase's kind, its transactions' ids and its owner.
+        var inspected: [String] = []
     }
 
     /// A user subscribes with their appAccountToken, renews, fails to renew and expires; the app's
@@ -69,6 +71,12 @@ struct AnnouncingBackendTests {
             #expect(try await store.outbox.enableEndpoint(Self.endpoint))
             #expect(try await store.outbox.due(now: now, limit: 10).map(\.event.id) == ["msg_test"])
 
+            let view = try #require(try await store.maintenance.inspect(id: "700"))
+            let object = try #require(view["object"] as? [String: any Sendable])
+            let transactions = (object["transactions"] as? [[String: any Sendable]] ?? []).compactMap { $0["transaction_id"] as? String }
+            let owner = (object["owner"] as? [String: any Sendable])?["app_user_id"] as? String
+            outcome.inspected = ["\(object["kind"] ?? "")", transactions.sorted().joined(separator: ","), owner ?? "", "\((view["events"] as? [Any])?.count ?? 0)"]
+
             let record = try #require(try await store.appStore.subscription(environment: "Sandbox", originalTransactionID: "700"))
             outcome.owner = record.owner
             outcome.stale = try await store.appStoreReconciliation.staleSubscriptions(
@@ -85,6 +93,7 @@ struct AnnouncingBackendTests {
         #expect(sqlite.owner == "user_7", "the appAccountToken ties the purchase to its user")
         #expect(sqlite.stale == ["700 expired_while_active"], "active past its expiry with no renewal is worth asking Apple about")
         #expect(sqlite.deadRetried == 1)
+        #expect(sqlite.inspected == ["app_store_subscription", "700,701", "user_7", "2"], "inspect shows the purchase whole")
         #expect(postgres == sqlite)
     }
 }

@@ -92,3 +92,25 @@ public enum PostgresTestDatabase {
         }
     }
 }
+
+extension PostgresTestDatabase {
+    /// The URL of a database made by ``create()``, for a `billingd` child process: the test
+    /// server's URL with the database's name in place of its own.
+    public static func url(of configuration: PostgresConfiguration) throws -> String {
+        let serverURL = ProcessInfo.processInfo.environment[variable] ?? ""
+        let serverDatabase = try server().database
+        for suffix in ["?", ""] {
+            let path = "/" + serverDatabase + suffix
+            if let range = serverURL.range(of: path), suffix == "?" || serverURL.hasSuffix(path) {
+                return serverURL.replacingCharacters(in: range, with: "/" + configuration.database + suffix)
+            }
+        }
+        throw UnexpectedURL(url: serverURL)
+    }
+
+    /// BILLINGD_TEST_DATABASE_URL does not name its database where a URL does.
+    public struct UnexpectedURL: Error, CustomStringConvertible {
+        let url: String
+        public var description: String { "BILLINGD_TEST_DATABASE_URL does not end its path with the database's name: \(url)" }
+    }
+}

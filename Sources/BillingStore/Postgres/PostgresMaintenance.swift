@@ -67,7 +67,44 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
             let events = try await PostgresInbox.events(about: id, client: client, logger: logger)
             return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
         }
-        return nil
+        return try await inspectAppStore(id: id)
+    }
+
+    /// An App Store purchase by original transaction id (the subscription with its transactions
+    /// and owner), else one transaction by its id, as on SQLite; nil when neither is in the ledger.
+    private func inspectAppStore(id: String) async throws -> [String: any Sendable]? {
+        func views(_ table: String, where column: String) async throws -> [[String: any Sendable]] {
+            try await rows(table, where: "\(column) = ?", [.text(id)], orderBy: "environment").map { row in
+                var view = LedgerMaintenance.dictionary(row, skipping: ["raw", "renewalRaw"])
+                for cell in row where cell.name == "raw" || cell.name == "renewalRaw" {
+                    if case .blob(let bytes) = cell.value, let object = try? JSONSerialization.jsonObject(with: Data(bytes)) {
+                        view[LedgerMaintenance.snakeCase(cell.name)] = LedgerJSON(object)
+                    }
+                }
+                return view
+            }
+        }
+        var subscriptions = try await views("appStoreSubscription", where: "originalTransactionID")
+        let original: String
+        if subscriptions.isEmpty {
+            subscriptions = try await views("appStoreTransaction", where: "transactionID")
+            guard let first = subscriptions.first, let originalID = first["original_transaction_id"] as? String else { return nil }
+            for index in subscriptions.indices { subscriptions[index]["kind"] = "app_store_transaction" }
+            original = originalID
+        } else {
+            let transactions = try await views("appStoreTransaction", where: "originalTransactionID")
+            let owners = try await views("appStoreOwner", where: "originalTransactionID")
+            for index in subscriptions.indices {
+                let environment = subscriptions[index]["environment"] as? String ?? ""
+                subscriptions[index]["kind"] = "app_store_subscription"
+                subscriptions[index]["transactions"] = transactions.filter { $0["environment"] as? String == environment }
+                    .map { transaction in transaction.filter { $0.key != "raw" } }
+                subscriptions[index]["owner"] = owners.first { $0["environment"] as? String == environment }
+            }
+            original = id
+        }
+        let events = try await PostgresInbox.events(about: original, client: client, logger: logger)
+        return ["object": subscriptions.count == 1 ? subscriptions[0] : subscriptions, "events": events] as [String: any Sendable]
     }
 
     /// Every ledger row of every table, ordered, as text, in SQLite's spelling: two ledgers with
