@@ -18,3 +18,26 @@ extension InboxDelivery {
             body: body, receivedAt: receivedAt, source: source, secretIndex: nil, subtype: notification.subtype)
     }
 }
+
+extension InboxDelivery {
+    /// A transaction the app forwarded for a user, as the inbox stores it, so that replay rebuilds it.
+    static func appStoreReport(_ report: AppStoreAppTransaction, environment: String, receivedAt: Int64) -> InboxDelivery {
+        let transaction = report.transaction
+        return InboxDelivery(
+            envelope: EventEnvelope(
+                id: report.eventID, type: "APP_TRANSACTION", apiVersion: nil, created: transaction.signedDate / 1000,
+                livemode: AppStoreEnvironment(rawValue: environment).isLive, account: AppStoreLedgerWriter.inboxAccount(environment),
+                objectID: transaction.originalTransactionID, objectType: "appstore_subscription"),
+            body: report.body(), receivedAt: receivedAt, source: .appStoreApp, secretIndex: nil)
+    }
+
+    /// A transaction fetched from the App Store Server API, as the inbox stores it.
+    static func appStoreFetched(_ snapshot: AppStoreServerSnapshot, environment: AppStoreEnvironment, receivedAt: Int64) -> InboxDelivery {
+        InboxDelivery(
+            envelope: EventEnvelope(
+                id: snapshot.eventID, type: "API_SNAPSHOT", apiVersion: nil, created: snapshot.signedDate / 1000,
+                livemode: environment.isLive, account: AppStoreLedgerWriter.inboxAccount(environment.rawValue),
+                objectID: snapshot.transaction.originalTransactionID, objectType: "appstore_subscription"),
+            body: snapshot.body(), receivedAt: receivedAt, source: .appStoreAPI, secretIndex: nil)
+    }
+}

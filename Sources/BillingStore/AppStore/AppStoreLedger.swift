@@ -30,13 +30,7 @@ public struct AppStoreLedger: AppStoreLedgerStore {
                     outcomes.append(.ownedByOtherUser(originalTransactionID: original))
                     continue
                 }
-                let delivery = InboxDelivery(
-                    envelope: EventEnvelope(
-                        id: report.eventID, type: "APP_TRANSACTION", apiVersion: nil, created: transaction.signedDate / 1000,
-                        livemode: AppStoreEnvironment(rawValue: environment).isLive,
-                        account: AppStoreLedgerWriter.inboxAccount(environment), objectID: original,
-                        objectType: "appstore_subscription"),
-                    body: report.body(), receivedAt: receivedAt, source: .appStoreApp, secretIndex: nil)
+                let delivery = InboxDelivery.appStoreReport(report, environment: environment, receivedAt: receivedAt)
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 switch try InboxQueue.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):

@@ -66,13 +66,7 @@ public struct AppStoreReconciliation: AppStoreReconciliationStore {
             var effects: [ApplyEffect] = []
             var touches = OutboxTouches()
             for snapshot in snapshots {
-                let original = snapshot.transaction.originalTransactionID
-                let delivery = InboxDelivery(
-                    envelope: EventEnvelope(
-                        id: snapshot.eventID, type: "API_SNAPSHOT", apiVersion: nil, created: snapshot.signedDate / 1000,
-                        livemode: environment.isLive, account: AppStoreLedgerWriter.inboxAccount(environment.rawValue), objectID: original,
-                        objectType: "appstore_subscription"),
-                    body: snapshot.body(), receivedAt: receivedAt, source: .appStoreAPI, secretIndex: nil)
+                let delivery = InboxDelivery.appStoreFetched(snapshot, environment: environment, receivedAt: receivedAt)
                 switch try InboxQueue.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
                     let effect = try AppStoreLedgerWriter.apply(

@@ -25,13 +25,7 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
                 let transaction = report.transaction
                 let environment = transaction.environment ?? AppStoreEnvironment.production.rawValue
                 let original = transaction.originalTransactionID
-                let delivery = InboxDelivery(
-                    envelope: EventEnvelope(
-                        id: report.eventID, type: "APP_TRANSACTION", apiVersion: nil, created: transaction.signedDate / 1000,
-                        livemode: AppStoreEnvironment(rawValue: environment).isLive,
-                        account: AppStoreLedgerWriter.inboxAccount(environment), objectID: original,
-                        objectType: "appstore_subscription"),
-                    body: report.body(), receivedAt: receivedAt, source: .appStoreApp, secretIndex: nil)
+                let delivery = InboxDelivery.appStoreReport(report, environment: environment, receivedAt: receivedAt)
                 try await lock(delivery, environment: environment, original: original, connection: connection)
                 if report.ownership == .keep, let owner = try await owner(environment: environment, original: original, connection),
                     owner != report.user
@@ -150,12 +144,7 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
             var touches = OutboxTouches()
             for snapshot in snapshots {
                 let original = snapshot.transaction.originalTransactionID
-                let delivery = InboxDelivery(
-                    envelope: EventEnvelope(
-                        id: snapshot.eventID, type: "API_SNAPSHOT", apiVersion: nil, created: snapshot.signedDate / 1000,
-                        livemode: environment.isLive, account: AppStoreLedgerWriter.inboxAccount(environment.rawValue), objectID: original,
-                        objectType: "appstore_subscription"),
-                    body: snapshot.body(), receivedAt: receivedAt, source: .appStoreAPI, secretIndex: nil)
+                let delivery = InboxDelivery.appStoreFetched(snapshot, environment: environment, receivedAt: receivedAt)
                 try await lock(delivery, environment: environment.rawValue, original: original, connection: connection)
                 let effect = try await storeApplying(
                     delivery, .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, connection, now: receivedAt)
