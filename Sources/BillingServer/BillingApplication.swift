@@ -74,7 +74,7 @@ public enum BillingApplication {
         if let verifier = dependencies.appStoreVerifier {
             AppStoreWebhookController(
                 verifier: verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-                maximumBodySize: dependencies.webhook.maximumBodySize, now: dependencies.now
+                configuration: dependencies.webhook, now: dependencies.now
             ).addRoutes(to: router)
         }
         HealthController(store: dependencies.store).addRoutes(to: router)

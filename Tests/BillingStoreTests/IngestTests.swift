@@ -83,3 +83,43 @@ final class QueuedCounter: Sendable {
     func add(_ count: Int) { value.withLock { $0 += count } }
     var total: Int { value.withLock { $0 } }
 }
+
+/// A commit that never returns, as one on a PostgreSQL connection that died mid-transaction
+/// without the driver noticing, until `release()`.
+final class StuckCommit: Sendable {
+    private let state = Mutex<(stuck: Bool, waiting: [CheckedContinuation<Void, Never>])>((true, []))
+
+    func commit(_ items: [Int]) async -> [String] {
+        await withCheckedContinuation { continuation in
+            let passes = state.withLock { state in
+                guard state.stuck else { return true }
+                // Only the first commit sticks.
+                state.stuck = false
+                state.waiting.append(continuation)
+                return false
+            }
+            if passes { continuation.resume() }
+        }
+        return items.map { "stored \($0)" }
+    }
+
+    func release() {
+        let waiting = state.withLock { state in
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}
+
+@Suite("Batch commits go on past a commit that never returns")
+struct StuckCommitTests {
+    @Test("The stuck commit's callers are failed at the commit deadline, and the next batch commits")
+    func nextBatchCommits() async throws {
+        let stuck = StuckCommit()
+        let committer = BatchCommitter<Int, String>(commitDeadline: .milliseconds(200)) { items in await stuck.commit(items) }
+        await #expect(throws: DeadlinePassed.self) { try await committer.submit(1) }
+        #expect(try await committer.submit(2) == "stored 2")
+        stuck.release()
+    }
+}

@@ -16,17 +16,18 @@ public struct AppStoreWebhookController: Sendable {
     let verifier: AppStoreVerifier
     let committer: GroupCommitter
     let metrics: BillingMetrics
-    let maximumBodySize: Int
+    let configuration: WebhookController.Configuration
     let now: @Sendable () -> Date
 
+    /// - Parameter configuration: the body limit and store deadline, as Stripe's endpoint.
     public init(
-        verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics, maximumBodySize: Int = 1 << 20,
-        now: @escaping @Sendable () -> Date = Date.init
+        verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics,
+        configuration: WebhookController.Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.verifier = verifier
         self.committer = committer
         self.metrics = metrics
-        self.maximumBodySize = maximumBodySize
+        self.configuration = configuration
         self.now = now
     }
 
@@ -51,7 +52,7 @@ public struct AppStoreWebhookController: Sendable {
     }
 
     private func ingest(_ request: Request, logger: Logger) async throws -> Response {
-        let body = try await RequestBody.collect(request, limit: maximumBodySize)
+        let body = try await RequestBody.collect(request, limit: configuration.maximumBodySize)
         let notification = try await Self.verify(body, with: verifier)
         let environment = notification.environment ?? AppStoreEnvironment.production.rawValue
         let delivery = InboxDelivery.appStore(notification, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000))
@@ -61,7 +62,7 @@ public struct AppStoreWebhookController: Sendable {
         }
         let outcome: InboxInsertOutcome
         do {
-            outcome = try await committer.submit(prepared)
+            outcome = try await withDeadline(configuration.storeDeadline) { [committer] in try await committer.submit(prepared) }
         } catch {
             logger.error("App Store notification not stored", metadata: ["notification": "\(notification.notificationUUID)", "error": "\(error)"])
             throw APIError(

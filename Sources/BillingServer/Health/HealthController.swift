@@ -1,3 +1,4 @@
+import BillingCore
 import BillingStore
 import Hummingbird
 import Logging
@@ -6,9 +7,14 @@ import Logging
 /// `HEAD` of both for checkers that send it (the same status and headers, without the body).
 public struct HealthController: Sendable {
     let store: any LedgerStore
+    let deadline: Duration
 
-    public init(store: any LedgerStore) {
+    /// - Parameter deadline: how long `/readyz` waits for the store's write before it answers
+    ///   503: a balancer's check gives up after a few seconds, and a database that does not
+    ///   answer would otherwise hold the check until the pool gives up, a minute later.
+    public init(store: any LedgerStore, deadline: Duration = .seconds(5)) {
         self.store = store
+        self.deadline = deadline
     }
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
@@ -17,13 +23,13 @@ public struct HealthController: Sendable {
         }
         let ready: @Sendable (Request, Context) async throws -> Response = { _, context in
             do {
-                try await store.checkWritable()
+                try await withDeadline(deadline) { [store] in try await store.checkWritable() }
                 return APIError.jsonResponse(status: .ok, body: ["status": "ready"])
             } catch {
                 context.logger.error("readiness check failed", metadata: ["error": "\(error)"])
                 throw APIError(
                     .serviceUnavailable, code: "database_not_writable",
-                    message: "The ledger database does not accept writes: check disk space and permissions.")
+                    message: "The ledger database did not accept a write within \(deadline): check that it is up, its disk space and permissions.")
             }
         }
         // The HTTP encoder leaves the body out of an answer to HEAD.

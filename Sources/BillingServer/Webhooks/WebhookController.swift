@@ -13,8 +13,14 @@ public struct WebhookController: Sendable {
     public struct Configuration: Sendable {
         /// Largest accepted body; Stripe's events are far smaller.
         public var maximumBodySize: Int = 1 << 20
-        public init(maximumBodySize: Int = 1 << 20) {
+        /// How long a delivery waits for its commit before it is answered 503 (Stripe retries
+        /// it, and a commit that lands later makes the retry a duplicate). A database that does
+        /// not answer (PostgreSQL restarting, a failover) would otherwise hold every delivery
+        /// until its pool gives up, a minute later.
+        public var storeDeadline: Duration = .seconds(20)
+        public init(maximumBodySize: Int = 1 << 20, storeDeadline: Duration = .seconds(20)) {
             self.maximumBodySize = maximumBodySize
+            self.storeDeadline = storeDeadline
         }
     }
 
@@ -98,7 +104,7 @@ public struct WebhookController: Sendable {
         }
         let outcome: InboxInsertOutcome
         do {
-            outcome = try await committer.submit(prepared)
+            outcome = try await withDeadline(configuration.storeDeadline) { [committer] in try await committer.submit(prepared) }
         } catch {
             logger.error(
                 "webhook not stored", metadata: ["event": "\(envelope.id)", "type": "\(envelope.type)", "error": "\(error)"])

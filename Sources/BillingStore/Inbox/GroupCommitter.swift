@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 
 /// Shares one transaction, and so one fsync, among all items that arrive while the previous
@@ -14,20 +15,28 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
 
     private let commit: @Sendable ([Item]) async throws -> [Outcome]
     private let maximumBatch: Int
+    private let commitDeadline: Duration
     private let didCommit: @Sendable ([Outcome]) -> Void
     private var waiting: [Waiter] = []
     private var isFlushing = false
 
     /// - Parameters:
     ///   - maximumBatch: the most items in one transaction.
+    ///   - commitDeadline: how long one commit may take before its callers are failed with
+    ///     ``DeadlinePassed`` and the next batch goes on: a commit on a database connection that
+    ///     died without the driver noticing (seen with PostgreSQL stopped mid-transaction) would
+    ///     otherwise stop every later one. The late commit may still land: an item it stored is a
+    ///     duplicate when it is sent again.
     ///   - commit: writes a batch in one transaction; one outcome per item, in order.
     ///   - didCommit: called after each commit with its outcomes.
     public init(
-        maximumBatch: Int = 512, commit: @escaping @Sendable ([Item]) async throws -> [Outcome],
+        maximumBatch: Int = 512, commitDeadline: Duration = .seconds(120),
+        commit: @escaping @Sendable ([Item]) async throws -> [Outcome],
         didCommit: @escaping @Sendable ([Outcome]) -> Void = { _ in }
     ) {
         self.commit = commit
         self.maximumBatch = maximumBatch
+        self.commitDeadline = commitDeadline
         self.didCommit = didCommit
     }
 
@@ -49,7 +58,8 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
             let batch = Array(waiting.prefix(maximumBatch))
             waiting.removeFirst(batch.count)
             do {
-                let outcomes = try await commit(batch.map(\.item))
+                let items = batch.map(\.item)
+                let outcomes = try await withDeadline(commitDeadline) { [commit] in try await commit(items) }
                 for (waiter, outcome) in zip(batch, outcomes) { waiter.continuation.resume(returning: outcome) }
                 didCommit(outcomes)
             } catch {
