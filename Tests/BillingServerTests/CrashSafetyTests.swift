@@ -21,7 +21,11 @@ struct DaemonProcess {
         return root.appendingPathComponent(".build/debug/billingd").path
     }
 
-    static func start(databasePath: String, extraEnvironment: [String: String] = [:], arguments: [String] = ["serve"]) async throws -> DaemonProcess {
+    /// - Parameter standardError: a file for serve's log (warnings and worse), when the test
+    ///   shows it; else it is dropped.
+    static func start(
+        databasePath: String, extraEnvironment: [String: String] = [:], arguments: [String] = ["serve"], standardError: String? = nil
+    ) async throws -> DaemonProcess {
         guard FileManager.default.isExecutableFile(atPath: binaryPath) else {
             throw DaemonError("billingd binary not found at \(binaryPath): run `swift build` before `swift test` (scripts/test does)")
         }
@@ -32,7 +36,9 @@ struct DaemonProcess {
                 "STRIPE_WEBHOOK_SECRET": testSecret, "BILLINGD_LOG_LEVEL": "warning",
             ]
             for (key, value) in extraEnvironment { settings[key] = value }
-            let process = try ChildProcess.start(binaryPath, arguments, environment: ChildProcess.environment(clearingBillingdSettings: false, settings))
+            let process = try ChildProcess.start(
+                binaryPath, arguments, environment: ChildProcess.environment(clearingBillingdSettings: false, settings),
+                standardError: standardError)
             let daemon = DaemonProcess(process: process, port: port, databasePath: databasePath)
             if try await daemon.waitUntilHealthy() { return daemon }
             daemon.kill()
@@ -82,11 +88,11 @@ enum HTTP {
         return (Int(response.status.code), Data(bytes.readableBytesView))
     }
 
-    static func deliver(_ body: [UInt8], port: Int) async throws -> Int {
+    static func deliver(_ body: [UInt8], port: Int, timeout: TimeAmount = .seconds(10)) async throws -> Int {
         let header = SignatureVerifier.header(body: body, secret: testSecret, timestamp: Int64(Date().timeIntervalSince1970))
         return try await request(
             "http://127.0.0.1:\(port)/webhooks/stripe", method: "POST",
-            headers: ["Stripe-Signature": header, "Content-Type": "application/json"], body: body).0
+            headers: ["Stripe-Signature": header, "Content-Type": "application/json"], body: body, timeout: timeout).0
     }
 }
 

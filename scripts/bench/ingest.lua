@@ -49,9 +49,17 @@ end
 local threads = {}
 local shared_memory = nil
 
+-- BENCH_PORTS (comma-separated) spreads the threads over several replicas on 127.0.0.1, as a
+-- load balancer would: thread k connects to port k mod N.
+local ports = {}
+for port in string.gmatch(os.getenv("BENCH_PORTS") or "", "%d+") do table.insert(ports, port) end
+
 function setup(thread)
     if shared_memory == nil then
         shared_memory = ffi.new("bench_shared_t[1]")  -- zeroed; kept alive by this upvalue until exit
+    end
+    if #ports > 1 then
+        thread.addr = wrk.lookup("127.0.0.1", ports[(#threads % #ports) + 1])[1]
     end
     thread:set("thread_index", #threads)
     thread:set("shared_address", tonumber(ffi.cast("uintptr_t", shared_memory)))

@@ -58,10 +58,13 @@ billingd_start_test_postgres() {
     # No TCP (listen_addresses empty), the socket in the cluster's own directory. fsync is off:
     # nothing in this cluster outlives the run, and CREATE DATABASE per test would otherwise
     # wait on the disk other engineers' builds share. The store's own durability setting
-    # (synchronous_commit) is what the tests check, and it is untouched.
+    # (synchronous_commit) is what the tests check, and it is untouched. A benchmark sets
+    # BILLINGD_TEST_POSTGRES_DURABLE=1 to keep PostgreSQL's defaults (fsync on), as in production.
+    local durability="-c fsync=off -c full_page_writes=off"
+    if [ "${BILLINGD_TEST_POSTGRES_DURABLE:-0}" = 1 ]; then durability=""; fi
+    local options="-c listen_addresses='' -c unix_socket_directories='$dir' $durability -c max_connections=300"
     if ! billingd_as_postgres "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=off -c full_page_writes=off -c max_connections=300" \
-        start >/dev/null; then
+        -o "$options" start >/dev/null; then
         echo "billingd: the test database did not start:" >&2
         cat "$dir/server.log" >&2
         return 1
@@ -72,8 +75,21 @@ billingd_start_test_postgres() {
         return 1
     fi
     export BILLINGD_TEST_DATABASE_URL="postgres://postgres@/billingd_test?host=$dir&sslmode=disable"
+    # How PostgresRestartTests stop and start this server. Only billingd_run_postgres_restart_tests
+    # exports them, since every other PostgreSQL test shares the server.
+    local as_owner=""
+    if [ "$(id -u)" -eq 0 ]; then as_owner="runuser -u postgres --"; fi
+    billingd_test_postgres_stop="$as_owner $bin/pg_ctl --pgdata=$dir/data --mode=fast --wait --timeout=60 stop"
+    billingd_test_postgres_start="$as_owner $bin/pg_ctl --pgdata=$dir/data --log=$dir/server.log --wait --timeout=60 -o \"$options\" start"
     local elapsed=$((($(date +%s%N) - started) / 1000000))
     echo "billingd: test PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on $dir (ready in $elapsed ms)" >&2
+}
+
+# billingd_run_postgres_restart_tests [SWIFT TEST ARGS] — runs the tests that stop and start the
+# throwaway cluster under load, alone: every other PostgreSQL test shares it.
+billingd_run_postgres_restart_tests() {
+    BILLINGD_TEST_POSTGRES_STOP="$billingd_test_postgres_stop" BILLINGD_TEST_POSTGRES_START="$billingd_test_postgres_start" \
+        swift test --skip-build --filter PostgresRestartTests "$@"
 }
 
 # billingd_stop_test_postgres — stops the throwaway cluster (fast: sessions are cut) and removes
