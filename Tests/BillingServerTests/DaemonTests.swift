@@ -55,7 +55,7 @@ struct DaemonTests {
         return (daemon, running, port)
     }
 
-    func get(_ url: String, token: String? = nil, timeout: TimeAmount = .seconds(10)) async throws -> (status: UInt, json: [String: Any]) {
+    func get(_ url: String, token: String? = nil, timeout: TimeAmount = .seconds(60)) async throws -> (status: UInt, json: [String: Any]) {
         var request = HTTPClientRequest(url: url)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
@@ -98,7 +98,7 @@ struct DaemonTests {
         post.method = .POST
         for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
         post.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await HTTPClient.shared.execute(post, timeout: .seconds(10))
+        let response = try await HTTPClient.shared.execute(post, timeout: .seconds(60))
         #expect(response.status.code == 200)
         let stored = try await ledger.store.inbox.list(.init(eventID: try EventEnvelope(decoding: body).id))
         #expect(stored.map(\.status) == [.applied])
@@ -169,12 +169,12 @@ struct DaemonTests {
             request.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: json))
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
             let body = try await response.body.collect(upTo: 1 << 20)
             return (response.status.code, (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:])
         }
         func open(_ url: String) async throws -> (status: UInt, location: String?) {
-            let response = try await browser.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+            let response = try await browser.execute(HTTPClientRequest(url: url), timeout: .seconds(60))
             _ = try await response.body.collect(upTo: 1 << 20)
             return (response.status.code, response.headers.first(name: "Location"))
         }
@@ -239,7 +239,7 @@ struct DaemonTests {
         request.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
         request.headers.add(name: "Content-Type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: #"{"user": "user_triggered", "return_url": "https://app.example.com/account"}"#))
-        let portal = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let portal = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         let answer = String(buffer: try await portal.body.collect(upTo: 1 << 20))
         #expect(portal.status.code == 201, "the fake knows the triggered customer: \(answer)")
 

@@ -17,7 +17,7 @@ struct StripeClientFakeTests {
         StripeClient(
             configuration: StripeClientConfiguration(
                 apiKey: fake.configuration.apiKey, baseURL: fake.baseURL, apiVersion: "2025-03-31.basil",
-                requestTimeout: .seconds(10), requestsPerSecond: 1_000_000
+                requestTimeout: .seconds(120), requestsPerSecond: 1_000_000
             ),
             transport: CurlTransport(maxConnections: 4), sleep: { try await sleeper.sleep($0) }, random: { 0.5 }
         )
