@@ -77,13 +77,14 @@ struct DaemonError: Error, CustomStringConvertible {
 enum HTTP {
     /// - Parameter timeout: from the call, waiting for a pooled connection included.
     static func request(
-        _ url: String, method: String, headers: [String: String] = [:], body: [UInt8]? = nil, timeout: TimeAmount = .seconds(10)
+        _ url: String, method: String, headers: [String: String] = [:], body: [UInt8]? = nil, timeout: TimeAmount = .seconds(10),
+        client: HTTPClient = .shared
     ) async throws -> (Int, Data) {
         var request = HTTPClientRequest(url: url)
         request.method = .init(rawValue: method)
         for (key, value) in headers { request.headers.add(name: key, value: value) }
         if let body { request.body = .bytes(body) }
-        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let response = try await client.execute(request, timeout: timeout)
         let bytes = try await response.body.collect(upTo: 1 << 22)
         return (Int(response.status.code), Data(bytes.readableBytesView))
     }

@@ -5,6 +5,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import AsyncHTTPClient
 import NIOCore
 import Testing
 
@@ -147,7 +148,14 @@ struct WebhookEndpointTests {
         let ids = (0..<900).map { "evt_c\($0)" } + (0..<100).map { "evt_c\($0 * 7)" }
         // A real server on loopback and a real HTTP client with its pool of connections, so the
         // deliveries race through the HTTP channel and the group commit as Stripe's would.
-        let answers = try await app.test(.live) { client in
+        // A client of its own whose wait for a pooled connection is as generous as the request
+        // deadline: the shared one gives up after its connect timeout (10 s), which a full run
+        // on two busy cores has exceeded with 1,000 requests queued on eight connections.
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(300)
+        let sender = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let answers: [(id: String, status: Int, duplicate: Bool?)]
+        do { answers = try await app.test(.live) { client in
             let port = try #require(client.port)
             return try await withThrowingTaskGroup(of: (String, Int, Bool?).self) { group in
                 for id in ids.shuffled() {
@@ -159,7 +167,7 @@ struct WebhookEndpointTests {
                             headers: ["Stripe-Signature": header, "Content-Type": "application/json"], body: body,
                             // The 1,000 queue for the client's pool of connections: a generous
                             // deadline, since a retry could turn a lost answer into a duplicate.
-                            timeout: .seconds(300))
+                            timeout: .seconds(300), client: sender)
                         let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
                         return (id, status, json?["duplicate"] as? Bool)
                     }
@@ -168,7 +176,11 @@ struct WebhookEndpointTests {
                 for try await answer in group { answers.append(answer) }
                 return answers
             }
+        } } catch {
+            try? await sender.shutdown()
+            throw error
         }
+        try await sender.shutdown()
         #expect(answers.count == 1000)
         #expect(answers.allSatisfy { $0.status == 200 })
         #expect(answers.count { $0.duplicate == true } == 100)
