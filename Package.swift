@@ -197,11 +197,12 @@ let package = Package(
         ),
         // The fuzz targets (issue 18): every parser of outside input as a function of raw bytes,
         // run by libFuzzer from Fuzz/ and, on its seeds and every input that ever crashed one,
-        // by FuzzHarnessesTests. The App Store target trusts the test PKI that signed its seeds.
+        // by FuzzHarnessesTests. The App Store target trusts the root of the test PKI that signed its
+        // seeds (its certificate only; the PKI with its key is test data in Fixtures/appstore).
         .target(
             name: "FuzzHarnesses",
             dependencies: ["BillingCore", "BillingServer", "StripeAPI"],
-            resources: [.embedInCode("appstore-test-pki.pem")],
+            resources: [.embedInCode("appstore-test-root.der")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

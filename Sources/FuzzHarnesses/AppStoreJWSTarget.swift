@@ -10,12 +10,11 @@ enum AppStoreJWSTarget {
     static let bundleID = "com.example.radar"
     static let appAppleID: Int64 = 1_234_567_890
 
-    /// The fuzz test PKI (`Sources/FuzzHarnesses/appstore-test-pki.pem`), which signed the seeds.
-    static let pki: AppStoreTestPKI? = try? AppStoreTestPKI(
-        serialized: String(decoding: PackageResources.appstore_test_pki_pem, as: UTF8.self))
+    /// The root certificate (DER) of the fuzz test PKI that signed the seeds
+    /// (`Fixtures/appstore/fuzz-test-pki.pem`, whose key stays with the tests that sign).
+    static let testRoot: [UInt8] = PackageResources.appstore_test_root_der
 
     static func run(_ input: [UInt8]) async -> FuzzVerdict {
-        guard let pki else { return .violated("the fuzz test PKI does not load") }
         // A new verifier per input: its cache of verified chains must not carry one input's
         // state into the next, so that every finding replays alone.
         let verifier: AppStoreVerifier
@@ -23,7 +22,7 @@ enum AppStoreJWSTarget {
             verifier = try AppStoreVerifier(
                 .init(
                     bundleID: bundleID, appAppleID: appAppleID, environments: [.production, .sandbox, .xcode, .localTesting],
-                    rootCertificates: [AppleRootCertificates.g3, pki.rootDER]))
+                    rootCertificates: [AppleRootCertificates.g3, testRoot]))
         } catch {
             return .violated("the verifier refuses its roots: \(error.message)")
         }

@@ -135,7 +135,7 @@ struct FuzzSeedWriter {
     // MARK: - App Store
 
     func appStoreJWS() throws -> [(String, [UInt8])] {
-        let pem = try String(contentsOf: FuzzCorpus.root.appendingPathComponent("Sources/FuzzHarnesses/appstore-test-pki.pem"), encoding: .utf8)
+        let pem = try String(contentsOf: FuzzCorpus.root.appendingPathComponent("Fixtures/appstore/fuzz-test-pki.pem"), encoding: .utf8)
         let pki = try AppStoreTestPKI(serialized: pem)
         func fixture(_ name: String, _ changes: [String: Any] = [:]) throws -> [UInt8] {
             var object = try #require(
