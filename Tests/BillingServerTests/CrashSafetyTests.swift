@@ -107,41 +107,18 @@ struct CrashSafetyTests {
         let databasePath = directory.appendingPathComponent("ledger.sqlite3").path
 
         let daemon = try await DaemonProcess.start(databasePath: databasePath)
-        let acknowledged = LockedSet()
-        let senders = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for worker in 0..<16 {
-                    group.addTask {
-                        var index = 0
-                        while !Task.isCancelled {
-                            let id = "evt_r\(round)_w\(worker)_\(index)"
-                            index += 1
-                            // A sender keeps going through errors, as Stripe retries: an answer
-                            // lost to a slow moment must not end the load before the kill.
-                            do {
-                                if try await HTTP.deliver(eventBody(id: id), port: daemon.port) == 200 { acknowledged.insert(id) }
-                            } catch {
-                                try? await Task.sleep(for: .milliseconds(10))
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        let load = DeliveryLoad.start(workers: 16, prefix: "evt_r\(round)", port: daemon.port)
         // Kill once a real load has been acknowledged (a loaded machine can take a while to
         // answer the first), at a random moment after that, while the daemon still runs.
         let floor = 200
-        for _ in 0..<1200 where acknowledged.values.count < floor && daemon.process.isRunning {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        await load.waitForAcknowledged(floor, within: .seconds(60)) { daemon.process.isRunning }
         try await Task.sleep(for: .milliseconds(Int.random(in: 100...1000)))
         let runningAtKill = daemon.process.isRunning
         daemon.kill(signal: SIGKILL)
-        senders.cancel()
-        _ = await senders.value
+        await load.stop()
         #expect(runningAtKill, "the daemon was still running when it was killed")
 
-        let acked = acknowledged.values
+        let acked = load.acknowledged.values
         #expect(acked.count >= floor, "the daemon acknowledged \(acked.count) deliveries before it was killed, fewer than \(floor)")
         let database = try LedgerDatabase.open(path: databasePath)
         let inbox = InboxQueue(database: database)
@@ -176,6 +153,73 @@ struct CrashSafetyTests {
         #expect(result.termination != .exit(0))
         #expect(result.stderr.contains("STRIPE_WEBHOOK_SECRET is not set"))
         #expect(result.stderr.contains("--local"))
+    }
+}
+
+/// Senders that deliver distinct events until stopped, the way Stripe does under load: each keeps
+/// going through errors (pausing a moment after one), and what was acknowledged and every answer
+/// are recorded.
+final class DeliveryLoad: Sendable {
+    /// The ids answered 200.
+    let acknowledged = LockedSet()
+    private let outcomes = Mutex<[Int: Int]>([:])
+    private let senders = Mutex<Task<Void, Never>?>(nil)
+
+    private init() {}
+
+    /// Starts `workers` senders; worker `w`'s `n`th event is `\(prefix)_w\(w)_\(n)`.
+    /// - Parameter deliver: delivers one event body (its index given, to spread load) and returns
+    ///   the HTTP status, 0 when nothing answered.
+    static func start(
+        workers: Int, prefix: String, deliver: @escaping @Sendable (_ body: [UInt8], _ index: Int) async -> Int
+    ) -> DeliveryLoad {
+        let load = DeliveryLoad()
+        let task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for worker in 0..<workers {
+                    group.addTask {
+                        var index = 0
+                        while !Task.isCancelled {
+                            let id = "\(prefix)_w\(worker)_\(index)"
+                            index += 1
+                            let status = await deliver(eventBody(id: id), index)
+                            load.outcomes.withLock { $0[status, default: 0] += 1 }
+                            if status == 200 { load.acknowledged.insert(id) } else { try? await Task.sleep(for: .milliseconds(20)) }
+                        }
+                    }
+                }
+            }
+        }
+        load.senders.withLock { $0 = task }
+        return load
+    }
+
+    /// Deliveries to one port, each waiting at most `timeout` for its answer.
+    static func start(workers: Int, prefix: String, port: Int, timeout: TimeAmount = .seconds(10)) -> DeliveryLoad {
+        start(workers: workers, prefix: prefix) { body, _ in (try? await HTTP.deliver(body, port: port, timeout: timeout)) ?? 0 }
+    }
+
+    var count: Int { acknowledged.values.count }
+    /// Answers by HTTP status (0: none).
+    var statuses: [Int: Int] { outcomes.withLock { $0 } }
+
+    /// Polls until `count` reaches `target`, `limit` passes or `while` no longer holds; whether it reached it.
+    @discardableResult
+    func waitForAcknowledged(_ target: Int, within limit: Duration, while going: () -> Bool = { true }) async -> Bool {
+        let end = ContinuousClock.now + limit
+        while count < target, ContinuousClock.now < end, going() {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return count >= target
+    }
+
+    /// Tells every sender to stop after its delivery in flight.
+    func cancel() { senders.withLock { $0 }?.cancel() }
+
+    /// Stops every sender and waits until none is sending.
+    func stop() async {
+        cancel()
+        await senders.withLock { $0 }?.value
     }
 }
 

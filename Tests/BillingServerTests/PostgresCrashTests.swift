@@ -29,49 +29,29 @@ struct PostgresCrashTests {
         let survivor = try await DaemonProcess.start(databasePath: unused, extraEnvironment: environment)
         defer { survivor.kill(signal: SIGTERM) }
 
-        let acknowledged = LockedSet()
         let live = LivePorts([victim.port, survivor.port])
-        let senders = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for worker in 0..<12 {
-                    group.addTask {
-                        var index = 0
-                        while !Task.isCancelled {
-                            let id = "evt_pgkill_w\(worker)_\(index)"
-                            index += 1
-                            let ports = live.ports
-                            for attempt in 0..<ports.count {
-                                let port = ports[(index + attempt) % ports.count]
-                                if let status = try? await HTTP.deliver(eventBody(id: id), port: port), status == 200 {
-                                    acknowledged.insert(id)
-                                    break
-                                }
-                            }
-                        }
-                    }
-                }
+        let load = DeliveryLoad.start(workers: 12, prefix: "evt_pgkill") { body, index in
+            let ports = live.ports
+            for attempt in 0..<ports.count {
+                if let status = try? await HTTP.deliver(body, port: ports[(index + attempt) % ports.count]), status == 200 { return 200 }
             }
+            return 0
         }
         let floor = 200
-        for _ in 0..<1200 where acknowledged.values.count < floor && victim.process.isRunning {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        await load.waitForAcknowledged(floor, within: .seconds(60)) { victim.process.isRunning }
         try await Task.sleep(for: .milliseconds(Int.random(in: 100...800)))
         let runningAtKill = victim.process.isRunning
         victim.kill(signal: SIGKILL)
         live.ports = [survivor.port]
         // The survivor keeps taking the whole load for a moment.
-        let atKill = acknowledged.values.count
-        for _ in 0..<600 where acknowledged.values.count < atKill + 100 {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        senders.cancel()
-        _ = await senders.value
+        let atKill = load.count
+        await load.waitForAcknowledged(atKill + 100, within: .seconds(30))
+        await load.stop()
         #expect(runningAtKill, "the replica was still running when it was killed")
-        #expect(acknowledged.values.count >= atKill + 100, "the surviving replica kept acknowledging")
+        #expect(load.count >= atKill + 100, "the surviving replica kept acknowledging")
         #expect(!FileManager.default.fileExists(atPath: unused), "no SQLite ledger is created beside the PostgreSQL one")
 
-        let acked = acknowledged.values
+        let acked = load.acknowledged.values
         #expect(acked.count >= floor)
         let store = try await PostgresLedgerStore.open(configuration, maximumConnections: 2, logger: PostgresTestDatabase.logger)
         do {

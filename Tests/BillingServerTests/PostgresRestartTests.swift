@@ -3,7 +3,6 @@ import BillingStore
 import BillingTestSupport
 import Foundation
 import NIOCore
-import Synchronization
 import Testing
 
 /// `serve` on PostgreSQL while the database restarts (a failover, a minor-version upgrade).
@@ -36,13 +35,6 @@ struct PostgresRestartTests {
         return try await condition()
     }
 
-    /// Outcomes of deliveries, by HTTP status (0: no answer).
-    final class Statuses: Sendable {
-        let counts = Mutex<[Int: Int]>([:])
-        func add(_ status: Int) { counts.withLock { $0[status, default: 0] += 1 } }
-        var snapshot: [Int: Int] { counts.withLock { $0 } }
-    }
-
     @Test("While the database is down, /readyz and deliveries answer 503; once it is back the replica serves again, and nothing acknowledged is lost")
     func restartUnderLoad() async throws {
         let (stop, start) = (try Self.command("BILLINGD_TEST_POSTGRES_STOP"), try Self.command("BILLINGD_TEST_POSTGRES_START"))
@@ -54,29 +46,12 @@ struct PostgresRestartTests {
         let daemon = try await DaemonProcess.start(databasePath: unused, extraEnvironment: ["BILLINGD_DATABASE_URL": url], standardError: log)
         defer { daemon.kill(signal: SIGTERM) }
 
-        let acknowledged = LockedSet()
-        let statuses = Statuses()
         // Each sender waits past serve's store deadline (20 s), so that what it sees while the
         // database is down is serve's answer, not its own timeout.
-        let senders = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for worker in 0..<8 {
-                    group.addTask {
-                        var index = 0
-                        while !Task.isCancelled {
-                            let id = "evt_pgrestart_w\(worker)_\(index)"
-                            index += 1
-                            let status = (try? await HTTP.deliver(eventBody(id: id), port: daemon.port, timeout: .seconds(40))) ?? 0
-                            statuses.add(status)
-                            if status == 200 { acknowledged.insert(id) } else { try? await Task.sleep(for: .milliseconds(20)) }
-                        }
-                    }
-                }
-            }
-        }
-        defer { senders.cancel() }
-        _ = try await Self.waitUntil(within: .seconds(60)) { acknowledged.values.count >= 100 }
-        let beforeStop = acknowledged.values.count
+        let load = DeliveryLoad.start(workers: 8, prefix: "evt_pgrestart", port: daemon.port, timeout: .seconds(40))
+        defer { load.cancel() }
+        await load.waitForAcknowledged(100, within: .seconds(60))
+        let beforeStop = load.count
         try await Self.shell(stop)
         let stoppedAt = ContinuousClock.now
 
@@ -111,21 +86,20 @@ struct PostgresRestartTests {
             readyAfter = (try? await HTTP.request("http://127.0.0.1:\(daemon.port)/readyz", method: "GET", timeout: .seconds(15)).0) ?? 0
             return readyAfter == 200
         }
-        let afterRestart = acknowledged.values.count
+        let afterRestart = load.count
         // Within the group commit's deadline (120 s), past which a commit stuck on a connection
         // the stop cut is given up.
-        _ = try await Self.waitUntil(within: .seconds(180)) { acknowledged.values.count >= afterRestart + 100 }
-        senders.cancel()
-        _ = await senders.value
+        await load.waitForAcknowledged(afterRestart + 100, within: .seconds(180))
+        await load.stop()
         let retryStatus = (try? await HTTP.deliver(downBody, port: daemon.port, timeout: .seconds(40))) ?? 0
 
-        #expect(beforeStop >= 100, "deliveries were acknowledged before the stop: \(statuses.snapshot)")
+        #expect(beforeStop >= 100, "deliveries were acknowledged before the stop: \(load.statuses)")
         #expect(readyWhileDown == 503, "/readyz while the database is down")
         #expect(downStatus == 503, "a delivery while the database is down is refused, so Stripe retries it")
         #expect(downAnsweredIn < .seconds(50), "the refusal comes within serve's store deadline (20 s), not the pool's minute: \(downAnsweredIn)")
-        #expect(statuses.snapshot[500, default: 0] == 0, "never a 500: \(statuses.snapshot)")
+        #expect(load.statuses[500, default: 0] == 0, "never a 500: \(load.statuses)")
         #expect(readyAfter == 200, "/readyz once the database is back")
-        #expect(acknowledged.values.count >= afterRestart + 100, "deliveries are acknowledged again: \(statuses.snapshot)")
+        #expect(load.count >= afterRestart + 100, "deliveries are acknowledged again: \(load.statuses)")
         #expect(daemon.process.isRunning, "the replica survived the restart")
         let serveLog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(!serveLog.contains("unhandled error"), "\(serveLog.suffix(4000))")
@@ -133,7 +107,7 @@ struct PostgresRestartTests {
         let store = try await PostgresLedgerStore.open(configuration, maximumConnections: 2, logger: PostgresTestDatabase.logger)
         let stored = Set(try await store.inbox.list(.init(limit: 1_000_000)).map(\.eventID))
         await store.close()
-        let lost = acknowledged.values.subtracting(stored)
+        let lost = load.acknowledged.values.subtracting(stored)
         #expect(lost.isEmpty, "acknowledged but lost: \(lost.prefix(5))")
         // The refused delivery may have been committed once the database came back (it was
         // queued when its deadline passed): Stripe's retry then stores it or is told duplicate.
