@@ -2,6 +2,7 @@ import APITransport
 import BillingCore
 import BillingServer
 import BillingStore
+import BillingTestSupport
 import Crypto
 import Foundation
 import HTTPTypes
@@ -32,6 +33,8 @@ final class AppWebhookReceiver: Sendable {
 
     var received: [Received] { state.withLock { $0.received } }
     var rejected: Int { state.withLock { $0.rejected } }
+    /// Requests that verified, whatever they were answered.
+    var requests: Int { state.withLock { $0.requests } }
     func set(_ mode: Mode) { state.withLock { $0.mode = mode } }
     /// Answers 503 to every `n`th request (0: never), so that retries interleave with new events.
     func failEvery(_ n: Int) { state.withLock { $0.failEvery = n } }
@@ -551,6 +554,77 @@ struct OutboxDaemonTests {
             #expect(text.contains(#"billingd_outbox_deliveries_total{outcome="delivered"} 2"#), "\(text)")
             await daemon.shutdown()
             try await running.value
+        }
+    }
+}
+
+@Suite("kill -9 of serve with events in its outbox", .serialized)
+struct OutboxCrashTests {
+    /// The outbox as `billingd outbox --json` lists it.
+    static func listed(_ databasePath: String) async throws -> [[String: Any]] {
+        let result = try await billingd(["outbox", "--json", "--limit", "10000"], environment: ["BILLINGD_DATABASE": databasePath])
+        #expect(result.status == 0, "\(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+    }
+
+    @Test("events committed with their ledger changes, still undelivered when serve is killed, are each delivered once after the restart, in order per user")
+    func killNineBeforeDelivery() async throws {
+        let secret = StandardWebhookSigner.generateSecret()
+        let receiver = AppWebhookReceiver(secrets: [secret])
+        // Refused at first, so that nothing is delivered before the kill.
+        receiver.set(.fail(503))
+        try await receiver.run { url in
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-outbox-kill-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let databasePath = directory.appendingPathComponent("ledger.sqlite3").path
+            let environment = [
+                "BILLINGD_PLANS": UserFixtures.url("plans/free-pro-enterprise.yaml").path,
+                "BILLINGD_APP_WEBHOOK_URL": url, "BILLINGD_APP_WEBHOOK_SECRET": secret,
+            ]
+            let users = 20
+            var builder = UserLedgerBuilder(eventPrefix: "evt_outbox_kill_")
+            for user in 0..<users {
+                builder.add("customer.created", UserFixtures.customer("cus_K\(user)", user: "user_k\(user)"))
+                builder.add("customer.subscription.created", UserFixtures.subscription("sub_K\(user)", customer: "cus_K\(user)", status: "active"))
+            }
+
+            let daemon = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: environment)
+            for body in builder.bodies {
+                #expect(try await HTTP.deliver(body, port: daemon.port, timeout: .seconds(60)) == 200)
+            }
+            // The sender has tried (and been refused): the kill comes after the commits, before any delivery.
+            for _ in 0..<600 where receiver.requests == 0 { try await Task.sleep(for: .milliseconds(50)) }
+            let runningAtKill = daemon.process.isRunning
+            daemon.kill(signal: SIGKILL)
+            #expect(runningAtKill, "serve was running when it was killed")
+            #expect(receiver.requests > 0, "the sender tried before the kill")
+            #expect(receiver.received.isEmpty)
+
+            let committed = try await Self.listed(databasePath)
+            let committedIDs = Set(committed.compactMap { $0["id"] as? String })
+            #expect(committed.count == users * 2, "each user's change left two events: \(committed.count)")
+            #expect(committed.allSatisfy { ["pending", "failed"].contains($0["status"] as? String) })
+
+            receiver.set(.accept)
+            let again = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: environment)
+            defer { again.kill(signal: SIGTERM) }
+            // A refused event is retried after its backoff (5 s, then 10 s): bound the wait, never its speed.
+            var delivered = 0
+            for _ in 0..<600 {
+                delivered = try await Self.listed(databasePath).filter { $0["status"] as? String == "delivered" }.count
+                if delivered == committed.count { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(delivered == committed.count, "every committed event was delivered after the restart")
+            let received = receiver.received
+            #expect(received.count == committed.count, "each once: \(received.count) received")
+            #expect(Set(received.map(\.id)) == committedIDs, "with the ids committed before the kill")
+            for user in 0..<users {
+                #expect(
+                    received.filter { $0.user == "user_k\(user)" }.map(\.type) == ["subscription.started", "entitlement.updated"],
+                    "user_k\(user)'s events in order")
+            }
         }
     }
 }
