@@ -276,6 +276,54 @@ struct OutboxTests {
         }
     }
 
+    @Test("what time alone changes is announced when it falls due: a scheduled cancellation reached, a grace period over")
+    func timeAloneChanges() async throws {
+        let receiver = AppWebhookReceiver(secrets: [secrets[0]])
+        try await receiver.run { url in
+            var harness = try OutboxHarness(endpoint: url, secrets: [secrets[0]])
+            defer { harness.ledger.remove() }
+            typealias F = UserFixtures
+            let periodEnd: Int64 = 1_772_359_200
+            // Pro's grace is 7 days, counted from the period's start when no invoice says when it fell due.
+            let graceEnd: Int64 = 1_769_940_000 + 7 * 86_400
+            try await harness.deliver([
+                ("customer.created", F.customer("cus_C", user: "user_c")),
+                ("customer.subscription.created", F.subscription(
+                    "sub_C", customer: "cus_C", status: "active", periodEnd: periodEnd, members: ["cancel_at_period_end": true])),
+                ("customer.created", F.customer("cus_G", user: "user_g")),
+                ("customer.subscription.created", F.subscription("sub_G", customer: "cus_G", status: "past_due")),
+            ])
+            try await harness.sendAll()
+            let announced = receiver.received.count
+            let outbox = harness.store.outbox
+            // Events are stamped with the wall clock (their retry window counts from it); views
+            // are resolved at the harness's clock.
+            let now = { Int64(Date().timeIntervalSince1970 * 1000) }
+            #expect(try await outbox.nextReview() == graceEnd * 1000, "the grace period ends first")
+            #expect(try await outbox.announceLapsed(now: now(), limit: 100) == 0, "nothing is due before then")
+
+            harness.clock.set(graceEnd)
+            #expect(try await outbox.announceLapsed(now: now(), limit: 100) == 1)
+            try await harness.sendAll()
+            #expect(receiver.received.dropFirst(announced).map { "\($0.user ?? "") \($0.type)" } == ["user_g entitlement.updated"])
+            #expect(try await outbox.nextReview() == periodEnd * 1000)
+
+            harness.clock.set(periodEnd + 60)
+            #expect(try await outbox.announceLapsed(now: now(), limit: 100) == 1)
+            try await harness.sendAll()
+            #expect(receiver.received.dropFirst(announced + 1).map { "\($0.user ?? "") \($0.type)" } == [
+                "user_c subscription.expired", "user_c entitlement.updated",
+            ])
+            #expect(try await outbox.nextReview() == nil, "nothing more changes by time alone")
+            #expect(try await outbox.announceLapsed(now: now(), limit: 100) == 0)
+            let expired = try #require(try await outbox.list(status: .delivered, limit: 2).last)
+            #expect(expired.event.type == "subscription.expired")
+            let payload = try JSONSerialization.jsonObject(with: Data(expired.event.payload)) as? [String: Any]
+            let entitlements = (payload?["data"] as? [String: Any])?["entitlements"] as? [String: Any]
+            #expect(entitlements?["entitled"] as? Bool == false, "the payload is the view after the change")
+        }
+    }
+
     @Test("a meter reaching its limit is announced once per period")
     func usageLimitReached() async throws {
         let receiver = AppWebhookReceiver(secrets: [secrets[0]])

@@ -1,6 +1,7 @@
 import BillingCore
 import BillingStore
 import Foundation
+import Synchronization
 import Testing
 
 /// The outbox and the App Store roles through ``LedgerStore`` alone, on both backends: the same
@@ -84,6 +85,56 @@ struct AnnouncingBackendTests {
             ).map { "\($0.originalTransactionID) \($0.reason.rawValue)" }
         }
         return outcome
+    }
+
+    /// A clock the policy resolves views at, moved by the test.
+    final class Clock: Sendable {
+        private let milliseconds = Mutex<Int64>(0)
+        var seconds: Int64 { milliseconds.withLock { $0 } / 1000 }
+        func set(_ value: Int64) { milliseconds.withLock { $0 = value } }
+    }
+
+    /// A purchase whose period ends with no notification (Apple's late, or the sandbox's never
+    /// sent): what each look at the lapsed views announced, and when the next was due.
+    func lapseScenario(_ backend: StoreBackend) async throws -> [String] {
+        var looks: [String] = []
+        try await withLedger(backend) { ledger in
+            let clock = Clock()
+            let policy = OutboxPolicy(
+                catalog: .freeOnly, endpoints: [Self.endpoint], render: { billing, _ in Array(#"{"user":"\#(billing.user)"}"#.utf8) },
+                now: { clock.seconds })
+            let store = ledger.store.announcing(policy)
+            let token = try await store.appStore.accountToken(for: "user_8")
+            clock.set(F.t0 + F.day)
+            _ = try await store.inbox.insert([try F.delivery(F.notification(
+                "SUBSCRIBED", "INITIAL_BUY", original: "800", transaction: "800", purchase: F.t0, expires: F.t0 + 30 * F.day,
+                signed: F.t0, token: token))])
+            #expect(try await store.applier(.init(firstRetryDelay: .zero)).drain().applied == 1)
+            let wall = Int64(Date().timeIntervalSince1970 * 1000)
+            func look(at time: Int64) async throws {
+                clock.set(time)
+                let before = try await store.outbox.list(status: nil, limit: 100).count
+                let users = try await store.outbox.announceLapsed(now: wall, limit: 10)
+                let queued = try await store.outbox.list(status: nil, limit: 100).dropLast(before).reversed().map(\.event.type)
+                let next = try await store.outbox.nextReview().map { String(($0 - F.t0) / F.day) } ?? "never"
+                looks.append("day \((time - F.t0) / F.day): \(users) user(s) \(queued) next day \(next)")
+            }
+            try await look(at: F.t0 + 29 * F.day)
+            try await look(at: F.t0 + 30 * F.day + 60_000)
+            try await look(at: F.t0 + 31 * F.day)
+        }
+        return looks
+    }
+
+    @Test("A period that ends with no notification is announced when it lapses, once, on SQLite and PostgreSQL")
+    func lapsedOnBoth() async throws {
+        let sqlite = try await lapseScenario(.sqlite)
+        #expect(sqlite == [
+            "day 29: 0 user(s) [] next day 30",
+            "day 30: 1 user(s) [\"subscription.expired\", \"entitlement.updated\"] next day never",
+            "day 31: 0 user(s) [] next day never",
+        ])
+        #expect(try await lapseScenario(.postgres) == sqlite)
     }
 
     @Test("The same deliveries announce the same events, sent one at a time per user, on SQLite and PostgreSQL")

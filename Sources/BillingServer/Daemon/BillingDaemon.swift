@@ -122,6 +122,7 @@ public struct BillingDaemon: Sendable {
         }
         services.append(.init(service: applier))
         if let sender { services.append(.init(service: sender)) }
+        services.append(.init(service: OutboxReviewer(store: store.outbox, logger: logger, queued: { sender?.wake() })))
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
         let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
         let livemode = settings.apiKeyIsLive ?? false

@@ -6,16 +6,32 @@ import Foundation
 /// Backend-neutral: a store reads the billing and the announced state, calls this, and writes
 /// what it returns, all in the transaction of the change.
 package enum OutboxAnnouncer {
-    /// What to write for one user: the state to keep, and the events to queue (none when the
-    /// change is nothing an app acts on). Nil when the state did not change at all.
+    /// What to write for one user after a change, or after time alone may have changed their view.
+    package struct Announcement {
+        /// The view's state to keep.
+        package var state: UserAccessState
+        /// Whether it differs from the last announced state (else there is nothing to write but
+        /// ``reviewAt``).
+        package var changed: Bool
+        /// The events to queue: none when nothing changed or the change is nothing an app acts on.
+        package var events: [OutboxDraft]
+        /// When time alone may next change the view (Unix ms): the end of what grants access now
+        /// (the period, a scheduled cancellation, a grace period, an App Store expiry). Nil when
+        /// only a ledger change can.
+        package var reviewAt: Int64?
+    }
+
+    /// Resolves the user's view at the policy's time and diffs it with `previous`.
     package static func announce(
         billing: UserBilling, previous: UserAccessState?, policy: OutboxPolicy, nowMilliseconds: Int64
-    ) -> (state: UserAccessState, events: [OutboxDraft])? {
-        let resolution = billing.resolve(policy.catalog, now: policy.now())
+    ) -> Announcement {
+        let now = policy.now()
+        let resolution = billing.resolve(policy.catalog, now: now)
         let state = UserAccessState(resolution)
-        guard state != previous else { return nil }
+        let reviewAt = reviewTime(resolution, now: now)
+        guard state != previous else { return Announcement(state: state, changed: false, events: [], reviewAt: reviewAt) }
         let types = OutboundEventRules.events(from: previous, to: state)
-        guard !types.isEmpty, !policy.endpoints.isEmpty else { return (state, []) }
+        guard !types.isEmpty, !policy.endpoints.isEmpty else { return Announcement(state: state, changed: true, events: [], reviewAt: reviewAt) }
         let data = policy.render(billing, resolution)
         let fields = state.changedFields(from: previous ?? UserAccessState())
         let events = types.map { type in
@@ -28,7 +44,18 @@ package enum OutboxAnnouncer {
                 id: id, type: type.rawValue, scope: billing.scope, user: billing.user, createdAt: nowMilliseconds,
                 payload: payload(header, data: data))
         }
-        return (state, events)
+        return Announcement(state: state, changed: true, events: events, reviewAt: reviewAt)
+    }
+
+    /// When the view resolved at `now` (Unix seconds) may change by time alone, in Unix ms. Time
+    /// only ever ends a grant (resolution never starts one by the clock), and the winning grant's
+    /// ``PlanResolution/validUntil`` is the first moment that can change what the user sees; a
+    /// grant that stays past it (a Stripe `active` subscription past its period, whose renewal
+    /// Stripe announces) is looked at once then and then left to the next ledger change.
+    package static func reviewTime(_ resolution: PlanResolution, now: Int64) -> Int64? {
+        guard resolution.entitled, let until = resolution.validUntil, until > now else { return nil }
+        let (milliseconds, overflow) = until.multipliedReportingOverflow(by: 1000)
+        return overflow ? nil : milliseconds
     }
 
     /// The `usage.limit_reached` event of a meter's state.

@@ -44,20 +44,41 @@ public struct OutboxLedger: OutboxStore {
 
     static func announce(user: String, scope: ServiceScope, policy: OutboxPolicy, now: Int64, db: Database) throws {
         let key: StatementArguments = [scope.account, scope.livemode, user]
-        let previous = try String.fetchOne(
-            db.cachedStatement(sql: "SELECT state FROM outboxUserState WHERE account = ? AND livemode = ? AND user = ?"), arguments: key
-        ).flatMap(OutboxAnnouncer.decode)
+        let kept = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT state, reviewAt FROM outboxUserState WHERE account = ? AND livemode = ? AND user = ?"),
+            arguments: key)
+        let previous = (kept?[0] as String?).flatMap(OutboxAnnouncer.decode)
         let billing = try UserLedger.billing(of: user, in: scope, db: db)
-        guard let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
-        else { return }
-        let (state, events) = (announced.state, announced.events)
-        try db.cachedStatement(sql: """
-            INSERT INTO outboxUserState (account, livemode, user, state, updatedAt) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (account, livemode, user) DO UPDATE SET state = excluded.state, updatedAt = excluded.updatedAt
-            """).execute(arguments: key + [OutboxAnnouncer.encode(state), now])
-        for event in events {
+        let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
+        if announced.changed {
+            try db.cachedStatement(sql: """
+                INSERT INTO outboxUserState (account, livemode, user, state, updatedAt, reviewAt) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (account, livemode, user) DO UPDATE
+                    SET state = excluded.state, updatedAt = excluded.updatedAt, reviewAt = excluded.reviewAt
+                """).execute(arguments: key + [OutboxAnnouncer.encode(announced.state), now, announced.reviewAt])
+        } else if let kept, (kept[1] as Int64?) != announced.reviewAt {
+            try db.cachedStatement(sql: "UPDATE outboxUserState SET reviewAt = ? WHERE account = ? AND livemode = ? AND user = ?")
+                .execute(arguments: [announced.reviewAt] + key)
+        }
+        for event in announced.events {
             _ = try insert(event, endpoints: policy.endpoints, db: db)
         }
+    }
+
+    /// Announces what time alone changed: each user whose kept view was due for review by the
+    /// policy's clock is resolved again, in one transaction per batch. Returns how many users
+    /// were looked at (fewer than `limit`: none is left due).
+    static func announceLapsed(policy: OutboxPolicy, now: Int64, limit: Int, db: Database) throws -> Int {
+        let due = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT account, livemode, user FROM outboxUserState WHERE reviewAt <= ?
+                ORDER BY reviewAt, livemode, account, user LIMIT ?
+                """),
+            arguments: [policy.now() * 1000, limit])
+        for row in due {
+            try announce(user: row[2], scope: ServiceScope(account: row[0], livemode: row[1]), policy: policy, now: now, db: db)
+        }
+        return due.count
     }
 
     /// Queues `usage.limit_reached` when a meter's state is at its limit for the first time in
@@ -217,6 +238,15 @@ public struct OutboxLedger: OutboxStore {
         try await database.writer.read { db in
             Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT url, disabledAt FROM outboxEndpoint").map { (row: Row) -> (String, Int64) in (row[0], row[1]) })
         }
+    }
+
+    public func announceLapsed(now: Int64, limit: Int) async throws -> Int {
+        guard let policy = database.outbox else { return 0 }
+        return try await database.writer.write { db in try Self.announceLapsed(policy: policy, now: now, limit: limit, db: db) }
+    }
+
+    public func nextReview() async throws -> Int64? {
+        try await database.writer.read { db in try Int64.fetchOne(db, sql: "SELECT MIN(reviewAt) FROM outboxUserState") }
     }
 
     public func enqueue(_ event: OutboxDraft, endpoints: [String], now: Int64) async throws -> [OutboxMessage] {

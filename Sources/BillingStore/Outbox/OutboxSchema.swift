@@ -61,5 +61,15 @@ extension LedgerMigrations {
                 );
                 """)
         }
+        migrator.registerMigration("v7-outbox-review") { db in
+            try db.execute(sql: """
+                -- When time alone may next change the user's view (Unix ms): the end of what grants
+                -- access; NULL when only a ledger change can. Views announced before this column
+                -- existed are looked at once, at the first review.
+                ALTER TABLE outboxUserState ADD COLUMN reviewAt INTEGER;
+                UPDATE outboxUserState SET reviewAt = 0 WHERE json_extract(state, '$.entitled');
+                CREATE INDEX outboxUserState_review ON outboxUserState(reviewAt) WHERE reviewAt IS NOT NULL;
+                """)
+        }
     }
 }

@@ -39,7 +39,7 @@ extension PostgresLedgerStore: LedgerStore {
     }
 
     /// Events for the app's backend and the last view announced per user, shared by the replicas' senders.
-    public var outbox: any OutboxStore { PostgresOutbox(client: client, logger: logger) }
+    public var outbox: any OutboxStore { PostgresOutbox(client: client, logger: logger, policy: outboxPolicy) }
 
     /// This store's name in the applier's claims: host, process and store, so that an operator
     /// can tell whose claims are in the inbox.

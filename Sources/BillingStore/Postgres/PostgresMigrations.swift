@@ -22,6 +22,7 @@ package enum PostgresMigrations {
         PostgresInbox.claimMigration,
         Migration(version: "v3-outbox", statements: PostgresSchema.outbox),
         PostgresLedgerReconciliation.seenMigration,
+        Migration(version: "v5-outbox-review", statements: PostgresSchema.outboxReview),
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

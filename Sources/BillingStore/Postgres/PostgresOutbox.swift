@@ -15,6 +15,8 @@ import PostgresNIO
 struct PostgresOutbox: OutboxStore {
     let client: PostgresClient
     let logger: Logger
+    /// How the store's ledger transactions announce; the review of lapsed views uses it too.
+    var policy: OutboxPolicy?
     /// How long a replica holds the rows it took before another may send them (Unix ms): longer
     /// than the sender's request timeout, so that a slow endpoint is not sent to twice.
     var sendLease: Int64 = 120_000
@@ -65,23 +67,60 @@ struct PostgresOutbox: OutboxStore {
     ) async throws {
         try await connection.query(
             "SELECT pg_advisory_xact_lock(hashtextextended(\(OutboxAnnouncer.userKey(scope: scope, user: user)), 1))", logger: logger)
-        let previous = try await connection.single(
+        var kept: (state: String, reviewAt: Int64?)?
+        for try await row in try await connection.query(
             """
-            SELECT state FROM outboxUserState WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
-            """, as: String.self, logger: logger
-        ).flatMap(OutboxAnnouncer.decode)
+            SELECT state, reviewAt FROM outboxUserState WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
+            """, logger: logger
+        ).decode((String, Int64?).self) { kept = row }
+        let previous = kept.flatMap { OutboxAnnouncer.decode($0.state) }
         let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: scope)
-        guard let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
-        else { return }
-        try await connection.query(
-            """
-            INSERT INTO outboxUserState (account, livemode, "user", state, updatedAt)
-            VALUES (\(scope.account), \(scope.livemode), \(user), \(OutboxAnnouncer.encode(announced.state)), \(now))
-            ON CONFLICT (account, livemode, "user") DO UPDATE SET state = excluded.state, updatedAt = excluded.updatedAt
-            """, logger: logger)
+        let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
+        if announced.changed {
+            try await connection.query(
+                """
+                INSERT INTO outboxUserState (account, livemode, "user", state, updatedAt, reviewAt)
+                VALUES (\(scope.account), \(scope.livemode), \(user), \(OutboxAnnouncer.encode(announced.state)), \(now), \(announced.reviewAt))
+                ON CONFLICT (account, livemode, "user") DO UPDATE
+                    SET state = excluded.state, updatedAt = excluded.updatedAt, reviewAt = excluded.reviewAt
+                """, logger: logger)
+        } else if let kept, kept.reviewAt != announced.reviewAt {
+            try await connection.query(
+                """
+                UPDATE outboxUserState SET reviewAt = \(announced.reviewAt)
+                WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
+                """, logger: logger)
+        }
         for event in announced.events {
             _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
         }
+    }
+
+    /// The review of what time alone changed (see ``OutboxStore/announceLapsed(now:limit:)``).
+    /// Users are locked in the order ledger transactions lock them, so that a review never
+    /// deadlocks with a change; two replicas reviewing one user announce once, the second
+    /// finding the first's state.
+    func announceLapsed(now: Int64, limit: Int) async throws -> Int {
+        guard let policy else { return 0 }
+        return try await client.transaction(logger: logger) { connection in
+            var due: [OutboxTouches.User] = []
+            for try await (account, livemode, user) in try await connection.query(
+                """
+                SELECT account, livemode, "user" FROM outboxUserState WHERE reviewAt <= \(policy.now() * 1000)
+                ORDER BY reviewAt LIMIT \(limit)
+                """, logger: logger
+            ).decode((String, Bool, String).self) {
+                due.append(.init(scope: ServiceScope(account: account, livemode: livemode), user: user))
+            }
+            var touches = OutboxTouches()
+            touches.users = Set(due)
+            try await Self.announce(touches, policy: policy, now: now, connection: connection, logger: logger)
+            return due.count
+        }
+    }
+
+    func nextReview() async throws -> Int64? {
+        try await client.single("SELECT MIN(reviewAt) FROM outboxUserState", as: Int64?.self, logger: logger) ?? nil
     }
 
     /// Queues `usage.limit_reached` when a meter's state is at its limit for the first time in

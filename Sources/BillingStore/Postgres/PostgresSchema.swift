@@ -346,6 +346,14 @@ enum PostgresSchema {
         """,
     ]
 
+    /// When time alone may next change a user's announced view (`v7-outbox-review` on SQLite);
+    /// views announced before are looked at once, at the first review.
+    static let outboxReview = [
+        "ALTER TABLE outboxUserState ADD COLUMN reviewAt bigint",
+        "UPDATE outboxUserState SET reviewAt = 0 WHERE (state::jsonb ->> 'entitled')::boolean",
+        "CREATE INDEX outboxUserState_review ON outboxUserState (reviewAt) WHERE reviewAt IS NOT NULL",
+    ]
+
     /// The outbox of events for the app's backend (OutboxSchema.swift, `v6-outbox` on SQLite).
     /// Its tables exist on PostgreSQL so that the schemas match and `billingd copy` carries an
     /// existing outbox over; the PostgreSQL outbox store that writes them comes with serve's

@@ -23,6 +23,14 @@ public protocol OutboxStore: Sendable {
     func enableEndpoint(_ url: String) async throws -> Bool
     /// The disabled endpoints and when they were disabled (Unix ms).
     func disabledEndpoints() async throws -> [String: Int64]
+    /// Announces what time alone changed (a grant that ran out with no event to say so: a
+    /// scheduled cancellation, a grace period, an App Store period whose renewal never came):
+    /// resolves again up to `limit` users whose announced view was due for review under the
+    /// store's policy, and queues their events as a ledger change does. `now` (Unix ms) stamps
+    /// the events. Returns how many users were looked at; 0 without a policy.
+    func announceLapsed(now: Int64, limit: Int) async throws -> Int
+    /// The earliest time (Unix ms) an announced view is due for review; nil when none is.
+    func nextReview() async throws -> Int64?
     /// Queues one ready-made event per endpoint (`send-test`), after the user's earlier ones.
     func enqueue(_ event: OutboxDraft, endpoints: [String], now: Int64) async throws -> [OutboxMessage]
 }
