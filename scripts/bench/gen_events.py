@@ -4,6 +4,11 @@
 Each delivery wraps one of the real objects in Fixtures/objects/ in a Stripe event envelope of
 the matching type, with the event id and the object's id made unique per event, and signs it
 the way Stripe does: `Stripe-Signature: t=<now>,v1=<hex HMAC-SHA256("<t>.<body>", secret)>`.
+Each round of the shapes is one user's: their customer object, and the subscription, invoice,
+payment method and Checkout session that name it, with the user's id in `metadata.app_user_id`
+and `client_reference_id`; as many users as rounds. (The fixtures all name `user_42` and one
+customer: sent as they are, every event would announce a change for a user with thousands of
+customers and subscriptions, which no real account has.)
 
 Output: one delivery per line, `<Stripe-Signature value>\\t<compact JSON body>` (compact JSON
 never contains a raw tab or newline). The Lua script of wrk loads this file.
@@ -72,6 +77,17 @@ def main() -> int:
             template, event_type = objects[i % len(objects)]
             obj = dict(template)  # shallow copy: only the id changes
             obj["id"] = f"{template['id']}b{args.run}n{i}"
+            round_ = i // len(objects)
+            customer = f"cus_bench{args.run}c{round_}"
+            user = f"user_bench{args.run}u{round_}"
+            if template.get("object") == "customer":
+                obj["id"] = customer
+            elif isinstance(template.get("customer"), str):
+                obj["customer"] = customer
+            if isinstance(template.get("metadata"), dict) and "app_user_id" in template["metadata"]:
+                obj["metadata"] = dict(template["metadata"], app_user_id=user)
+            if isinstance(template.get("client_reference_id"), str):
+                obj["client_reference_id"] = user
             event = {
                 "id": f"evt_bench_{args.run}_{i}",
                 "object": "event",
