@@ -97,6 +97,81 @@ public enum PostgresLedgerCopy {
         return Report(tables: counts)
     }
 
+    /// What a copy holds compared with its source beyond row counts (see
+    /// ``compare(_:with:replaying:progress:)``).
+    public struct Comparison: Sendable {
+        /// The first ledger table whose rows differ from the source's; nil when every row matches.
+        public let firstDifference: String?
+        /// The replay of the copied inbox on PostgreSQL; nil when it was not run.
+        public let replay: ReplayComparison?
+
+        /// Whether the target's ledger rows, and the ledger its replay rebuilt when there was
+        /// one, equal the source's.
+        public var isIdentical: Bool { firstDifference == nil && replay?.firstDifference == nil }
+    }
+
+    /// The copied inbox replayed on PostgreSQL, compared with the source's ledger.
+    public struct ReplayComparison: Sendable {
+        /// What the replay did.
+        public let pass: ApplyPass
+        /// The first ledger table whose rebuilt rows differ from the source's; nil when the
+        /// rebuilt ledger is the source's, row for row.
+        public let firstDifference: String?
+    }
+
+    /// Compares a finished copy with its source, row for row (the backends' dumps are written
+    /// alike for this): first the ledger as copied, then, with `replaying`, the ledger that the
+    /// PostgreSQL applier rebuilds from the copied inbox, which proves the target derives the
+    /// same ledger from the same events. The replay announces nothing to the app.
+    ///
+    /// A replay can only rebuild what events made: rows that reconcile repaired from Stripe's
+    /// lists, with no event behind them, are missing from it. So when the rebuilt ledger differs,
+    /// the ledger tables are copied from the source again, in one transaction, and the target is
+    /// left as copied either way.
+    public static func compare(
+        _ source: LedgerDatabase, with target: PostgresLedgerStore, replaying configuration: ApplierConfiguration?,
+        progress: @Sendable (Int) -> Void = { _ in }
+    ) async throws -> Comparison {
+        let expected = try await LedgerMaintenance(database: source).dump()
+        let maintenance = target.maintenance
+        let copied = firstDifference(expected, try await maintenance.dump())
+        guard let configuration else { return Comparison(firstDifference: copied, replay: nil) }
+        let pass = try await maintenance.replay(applier: target.applier(configuration), progress: progress)
+        let rebuilt = firstDifference(expected, try await maintenance.dump())
+        if rebuilt != nil { try await recopyLedger(from: source, to: target) }
+        return Comparison(firstDifference: copied, replay: ReplayComparison(pass: pass, firstDifference: rebuilt))
+    }
+
+    /// The table of the first line in which two dumps differ; nil when they are equal.
+    static func firstDifference(_ expected: String, _ actual: String) -> String? {
+        guard expected != actual else { return nil }
+        var left = expected.split(separator: "\n", omittingEmptySubsequences: false).makeIterator()
+        var right = actual.split(separator: "\n", omittingEmptySubsequences: false).makeIterator()
+        while true {
+            let (a, b) = (left.next(), right.next())
+            if a == b, a != nil { continue }
+            // A dump line starts with its table's name.
+            let line = a ?? b ?? ""
+            return line.split(separator: " ", maxSplits: 1).first.map(String.init) ?? "(empty)"
+        }
+    }
+
+    /// Copies the source's ledger tables over the target's again, in one transaction.
+    static func recopyLedger(from source: LedgerDatabase, to target: PostgresLedgerStore) async throws {
+        let logger = target.logger
+        let ledger = Set(LedgerMigrations.ledgerTables.map { $0.lowercased() })
+        try await target.client.transaction(logger: logger) { connection in
+            let tables = try await targetTables(connection, logger: logger).filter { ledger.contains($0.name) }
+            // Those that reference others last, so that they are emptied first.
+            for table in tables.reversed() {
+                try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(quoted(table.name))"), logger: logger)
+            }
+            for table in tables {
+                try await copy(table, from: source, batchSize: 1000, connection: connection, logger: logger) { _ in }
+            }
+        }
+    }
+
     /// A target table: its name and columns (lower case, as PostgreSQL folds them), each column's
     /// type, its primary key, and its identity column if any.
     struct Table {
