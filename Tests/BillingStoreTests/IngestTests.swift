@@ -123,3 +123,78 @@ struct StuckCommitTests {
         stuck.release()
     }
 }
+
+/// Commits that are held until `release()`, counting how many are in flight at once.
+final class HeldCommits: Sendable {
+    private let state = Mutex<(inFlight: Int, most: Int, held: [CheckedContinuation<Void, Never>])>((0, 0, []))
+
+    func commit(_ items: [Int]) async -> [String] {
+        await withCheckedContinuation { continuation in
+            state.withLock { state in
+                state.inFlight += 1
+                state.most = max(state.most, state.inFlight)
+                state.held.append(continuation)
+            }
+        }
+        state.withLock { $0.inFlight -= 1 }
+        return items.map { "stored \($0)" }
+    }
+
+    var inFlight: Int { state.withLock { $0.inFlight } }
+    var most: Int { state.withLock { $0.most } }
+
+    /// Waits (at most 10 s) until `count` commits are held.
+    func waitForHeld(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while state.withLock({ $0.held.count }) < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    }
+
+    func release() {
+        let held = state.withLock { state in
+            defer { state.held = [] }
+            return state.held
+        }
+        for continuation in held { continuation.resume() }
+    }
+}
+
+@Suite("Concurrent group commits")
+struct ConcurrentCommitTests {
+    @Test("With three slots, three batches commit at once, each caller hearing its own outcome; a fourth waits for a slot")
+    func threeSlots() async throws {
+        let commits = HeldCommits()
+        let committer = BatchCommitter<Int, String>(concurrentCommits: 3) { items in await commits.commit(items) }
+        var submitted: [Task<String, any Error>] = []
+        for item in 1...3 {
+            submitted.append(Task { try await committer.submit(item) })
+            try await commits.waitForHeld(item)
+        }
+        #expect(commits.inFlight == 3, "each batch commits while the others are held")
+        submitted.append(Task { try await committer.submit(4) })
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(commits.most == 3, "no fourth commit while three are in flight")
+        commits.release()
+        try await commits.waitForHeld(1)
+        commits.release()
+        var outcomes: [String] = []
+        for task in submitted { outcomes.append(try await task.value) }
+        #expect(outcomes == ["stored 1", "stored 2", "stored 3", "stored 4"])
+    }
+
+    @Test("With one slot (SQLite's one writer), a second batch waits for the first commit")
+    func oneSlot() async throws {
+        let commits = HeldCommits()
+        let committer = BatchCommitter<Int, String> { items in await commits.commit(items) }
+        let first = Task { try await committer.submit(1) }
+        try await commits.waitForHeld(1)
+        let second = Task { try await committer.submit(2) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(commits.most == 1)
+        commits.release()
+        #expect(try await first.value == "stored 1")
+        try await commits.waitForHeld(1)
+        commits.release()
+        #expect(try await second.value == "stored 2")
+        #expect(commits.most == 1)
+    }
+}

@@ -7,6 +7,11 @@ import Foundation
 /// through one each.
 ///
 /// Throughput comes from batching, never from weakening durability: `synchronous=FULL` stays.
+///
+/// With `concurrentCommits` above one, that many batches may be committing at once, each
+/// formed from what waits when a commit slot frees: for a database whose commits are bounded by
+/// round trips rather than by one writer (PostgreSQL), so that one batch's statements overlap
+/// another's. On SQLite's one writer a second slot would only queue behind the first.
 public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
     private struct Waiter {
         let item: Item
@@ -15,13 +20,16 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
 
     private let commit: @Sendable ([Item]) async throws -> [Outcome]
     private let maximumBatch: Int
+    private let concurrentCommits: Int
     private let commitDeadline: Duration
     private let didCommit: @Sendable ([Outcome]) -> Void
     private var waiting: [Waiter] = []
-    private var isFlushing = false
+    /// Flush loops running, at most `concurrentCommits`.
+    private var flushing = 0
 
     /// - Parameters:
     ///   - maximumBatch: the most items in one transaction.
+    ///   - concurrentCommits: the most transactions committing at once (at least one).
     ///   - commitDeadline: how long one commit may take before its callers are failed with
     ///     ``DeadlinePassed`` and the next batch goes on: a commit on a database connection that
     ///     died without the driver noticing (seen with PostgreSQL stopped mid-transaction) would
@@ -30,12 +38,13 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
     ///   - commit: writes a batch in one transaction; one outcome per item, in order.
     ///   - didCommit: called after each commit with its outcomes.
     public init(
-        maximumBatch: Int = 512, commitDeadline: Duration = .seconds(120),
+        maximumBatch: Int = 512, concurrentCommits: Int = 1, commitDeadline: Duration = .seconds(120),
         commit: @escaping @Sendable ([Item]) async throws -> [Outcome],
         didCommit: @escaping @Sendable ([Outcome]) -> Void = { _ in }
     ) {
         self.commit = commit
         self.maximumBatch = maximumBatch
+        self.concurrentCommits = max(1, concurrentCommits)
         self.commitDeadline = commitDeadline
         self.didCommit = didCommit
     }
@@ -44,10 +53,10 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
     public func submit(_ item: Item) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             waiting.append(Waiter(item: item, continuation: continuation))
-            if !isFlushing {
-                isFlushing = true
-                // The flush loop outlives this call only until the queue is empty; every
-                // waiter it takes is resumed, with an outcome or the commit's error.
+            if flushing < concurrentCommits {
+                flushing += 1
+                // A flush loop outlives this call only until the queue is empty; every waiter
+                // it takes is resumed, with an outcome or the commit's error.
                 Task { await self.flush() }
             }
         }
@@ -66,7 +75,7 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
                 for waiter in batch { waiter.continuation.resume(throwing: error) }
             }
         }
-        isFlushing = false
+        flushing -= 1
     }
 }
 
@@ -88,7 +97,7 @@ public final class GroupCommitter: Sendable {
         didCommit: @escaping @Sendable (IngestResult) -> Void = { _ in }
     ) {
         self.applier = applier
-        batcher = BatchCommitter(maximumBatch: maximumBatch) { batch in
+        batcher = BatchCommitter(maximumBatch: maximumBatch, concurrentCommits: applier.concurrentCommits) { batch in
             let ingested = try await applier.ingest(batch, now: now())
             didCommit(ingested)
             return ingested.outcomes

@@ -30,6 +30,11 @@ package struct PostgresApplier: EventApplier {
     let claimDuration: Int64
     /// How applied changes are announced to the app's backend, in the same transaction; nil: not at all.
     var outbox: OutboxPolicy?
+    /// Group commits in flight at once on this replica. A commit's statements run one after
+    /// another, each a round trip; several commits overlap those waits. Their locks are taken in
+    /// one global order (event ids and objects first, then users), so they wait for one another
+    /// rather than deadlock.
+    package var concurrentCommits: Int
 
     // MARK: Group commit
 

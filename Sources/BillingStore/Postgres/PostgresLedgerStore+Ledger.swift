@@ -16,7 +16,8 @@ extension PostgresLedgerStore: LedgerStore {
         let (seconds, attoseconds) = claimDuration.components
         return PostgresApplier(
             client: client, logger: logger, configuration: configuration, replica: replicaName,
-            claimDuration: seconds * 1000 + attoseconds / 1_000_000_000_000_000, outbox: outboxPolicy)
+            claimDuration: seconds * 1000 + attoseconds / 1_000_000_000_000_000, outbox: outboxPolicy,
+            concurrentCommits: concurrentCommits)
     }
 
     /// Replay, inspect and dump over the whole ledger.

@@ -22,11 +22,17 @@ public final class PostgresLedgerStore: Sendable {
     let outboxPolicy: OutboxPolicy?
     /// Runs the pool, shared by the handles ``announcing(_:)`` makes of one open store.
     private let pool: PoolRun
+    /// Group commits this replica runs at once (see ``PostgresApplier/concurrentCommits``): half
+    /// the pool, at most 8, leaving connections to the applier, the outbox, reconcile and reads.
+    /// Measured on two cores: 226 durable events/s with one, 386 with four, 453 with eight.
+    let concurrentCommits: Int
 
     private init(
-        client: PostgresClient, pool: PoolRun, appliedMigrations: [String], database: String, outbox: OutboxPolicy?, logger: Logger
+        client: PostgresClient, pool: PoolRun, appliedMigrations: [String], database: String, outbox: OutboxPolicy?,
+        concurrentCommits: Int, logger: Logger
     ) {
         self.client = client
+        self.concurrentCommits = concurrentCommits
         self.configurationDatabase = database
         self.pool = pool
         self.appliedMigrations = appliedMigrations
@@ -38,7 +44,7 @@ public final class PostgresLedgerStore: Sendable {
     public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
         PostgresLedgerStore(
             client: client, pool: pool, appliedMigrations: appliedMigrations, database: configurationDatabase, outbox: policy,
-            logger: logger)
+            concurrentCommits: concurrentCommits, logger: logger)
     }
 
     /// Connects once to check the database (reachable, `synchronous_commit` not off), migrates
@@ -85,7 +91,7 @@ public final class PostgresLedgerStore: Sendable {
         for await _ in started {}
         return PostgresLedgerStore(
             client: client, pool: PoolRun(runTask), appliedMigrations: applied, database: configuration.database, outbox: nil,
-            logger: logger)
+            concurrentCommits: min(8, max(1, maximumConnections / 2)), logger: logger)
     }
 
     /// The inbox of verified deliveries.

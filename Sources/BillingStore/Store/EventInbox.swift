@@ -34,9 +34,14 @@ public protocol EventApplier: Sendable {
     func prepare(_ delivery: InboxDelivery) -> PreparedDelivery
     /// Stores deliveries and applies each new one in the same transaction.
     func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult
+    /// How many ``ingest(_:now:)`` transactions a group commit runs at once: one on a database
+    /// with one writer, more where commits are bounded by round trips.
+    var concurrentCommits: Int { get }
 }
 
 extension EventApplier {
+    public var concurrentCommits: Int { 1 }
+
     /// Applies every due event now.
     @discardableResult
     public func drain() async throws -> ApplyPass {
