@@ -80,11 +80,17 @@ package struct PostgresApplier: EventApplier {
         var ingested = IngestResult()
         ingested.outcomes.reserveCapacity(batch.count)
         var touches = OutboxTouches()
+        // A duplicate, of a stored event or of one earlier in the batch, is neither applied
+        // again nor stored.
+        let stored = try await PostgresInbox.stored(batch.map(\.delivery), connection: connection, logger: logger)
+        var seen: Set<PostgresInbox.EventKey> = []
+        var rows: [PostgresInbox.FinalRow] = []
+        var rowOutcome: [Int] = []
         for prepared in batch {
             let delivery = prepared.delivery
             let envelope = delivery.envelope
-            // A duplicate is neither applied again nor stored.
-            if try await PostgresInbox.contains(delivery, connection: connection, logger: logger) {
+            let key = PostgresInbox.EventKey(delivery)
+            if stored.contains(key) || !seen.insert(key).inserted {
                 ingested.outcomes.append(.duplicate)
                 continue
             }
@@ -112,11 +118,15 @@ package struct PostgresApplier: EventApplier {
                 ingested.pass.processed += 1
                 configuration.countVersion(envelope.apiVersion, in: &ingested.pass)
             }
-            guard
-                let seq = try await PostgresInbox.insertFinal(
-                    delivery, status: status, effect: effect, processedAt: processedAt, connection: connection, logger: logger)
-            else { throw StoredMeanwhile() }
-            ingested.outcomes.append(.stored(seq: seq))
+            rows.append(PostgresInbox.FinalRow(delivery: delivery, status: status, effect: effect, processedAt: processedAt))
+            rowOutcome.append(ingested.outcomes.count)
+            ingested.outcomes.append(.duplicate)
+        }
+        // The inbox rows in two statements for the whole group, positions in arrival order.
+        let positions = try await PostgresInbox.insertFinal(rows, connection: connection, logger: logger)
+        for (index, seq) in zip(rowOutcome, positions) {
+            guard let seq else { throw StoredMeanwhile() }
+            ingested.outcomes[index] = .stored(seq: seq)
         }
         if let outbox { try await PostgresOutbox.announce(touches, policy: outbox, now: now, connection: connection, logger: logger) }
         return ingested

@@ -96,15 +96,113 @@ extension PostgresInbox {
 
     /// Whether the inbox holds a delivery's event, inside the caller's transaction.
     static func contains(_ delivery: InboxDelivery, connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        let envelope = delivery.envelope
+        !(try await stored([delivery], connection: connection, logger: logger)).isEmpty
+    }
+
+    /// An event's identity in the inbox: one row per (event id, account, livemode).
+    struct EventKey: Hashable {
+        let id: String
+        let account: String
+        let livemode: Bool
+
+        init(_ delivery: InboxDelivery) {
+            (id, account, livemode) = (delivery.envelope.id, delivery.envelope.account ?? "", delivery.envelope.livemode)
+        }
+
+        init(id: String, account: String, livemode: Bool) {
+            (self.id, self.account, self.livemode) = (id, account, livemode)
+        }
+    }
+
+    /// Which of `deliveries` the inbox already holds, in one query.
+    static func stored(_ deliveries: [InboxDelivery], connection: PostgresConnection, logger: Logger) async throws -> Set<EventKey> {
+        let keys = deliveries.map(EventKey.init)
         let rows = try await connection.query(
             """
-            SELECT EXISTS (SELECT 1 FROM inboxEvent
-                WHERE eventID = \(envelope.id) AND account = \(envelope.account ?? "") AND livemode = \(envelope.livemode))
+            SELECT e.eventID, e.account, e.livemode FROM inboxEvent e
+            JOIN unnest(\(keys.map(\.id))::text[], \(keys.map(\.account))::text[], \(keys.map(\.livemode))::boolean[])
+                AS k (eventID, account, livemode)
+                ON e.eventID = k.eventID AND e.account = k.account AND e.livemode = k.livemode
             """,
             logger: logger)
-        for try await found in rows.decode(Bool.self) { return found }
-        return false
+        var found: Set<EventKey> = []
+        for try await (id, account, livemode) in rows.decode((String, String, Bool).self) {
+            found.insert(EventKey(id: id, account: account, livemode: livemode))
+        }
+        return found
+    }
+
+    /// A delivery in its final state, for ``insertFinal(_:connection:logger:)``.
+    struct FinalRow {
+        let delivery: InboxDelivery
+        let status: InboxStatus
+        let effect: ApplyEffect?
+        let processedAt: Int64?
+    }
+
+    /// Inserts deliveries in their final state inside the caller's transaction (a group commit
+    /// that applied them), in two statements whatever their number: the events, positions drawn
+    /// in the rows' order, then their bodies. One position per row, in order; nil for a row
+    /// whose event was stored meanwhile by a writer that does not take the event's lock
+    /// (``insert(_:)``), which the caller must treat as a conflict.
+    static func insertFinal(_ rows: [FinalRow], connection: PostgresConnection, logger: Logger) async throws -> [Int64?] {
+        guard !rows.isEmpty else { return [] }
+        var binds = PostgresBindings(capacity: rows.count * 16)
+        var tuples: [String] = []
+        tuples.reserveCapacity(rows.count)
+        for row in rows {
+            let (delivery, envelope) = (row.delivery, row.delivery.envelope)
+            let first = binds.count + 1
+            binds.append(envelope.id)
+            binds.append(envelope.account ?? "")
+            binds.append(envelope.livemode)
+            binds.append(envelope.type)
+            binds.append(delivery.subtype)
+            binds.append(envelope.apiVersion)
+            binds.append(envelope.created)
+            binds.append(envelope.objectID)
+            binds.append(envelope.objectType)
+            binds.append(delivery.receivedAt)
+            binds.append(delivery.source.rawValue)
+            binds.append(delivery.secretIndex.map(Int64.init))
+            binds.append(row.status.rawValue)
+            binds.append(row.effect?.rawValue)
+            binds.append(row.processedAt)
+            binds.append(Int64(row.processedAt == nil ? 0 : 1))
+            let types = ["text", "text", "boolean", "text", "text", "text", "bigint", "text", "text", "bigint", "text", "bigint", "text", "text", "bigint", "bigint"]
+            tuples.append("(" + types.enumerated().map { "$\(first + $0.offset)::\($0.element)" }.joined(separator: ", ") + ")")
+        }
+        var seqs: [EventKey: Int64] = [:]
+        let inserted = try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO inboxEvent
+                        (eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType, receivedAt, source,
+                         secretIndex, status, effect, processedAt, attempts)
+                    VALUES \(tuples.joined(separator: ", "))
+                    ON CONFLICT (eventID, account, livemode) DO NOTHING
+                    RETURNING seq, eventID, account, livemode
+                    """,
+                binds: binds),
+            logger: logger)
+        for try await (seq, id, account, livemode) in inserted.decode((Int64, String, String, Bool).self) {
+            seqs[EventKey(id: id, account: account, livemode: livemode)] = seq
+        }
+        var bodies = PostgresBindings(capacity: seqs.count * 2)
+        var bodyTuples: [String] = []
+        let positions = rows.map { seqs[EventKey($0.delivery)] }
+        for (row, seq) in zip(rows, positions) {
+            guard let seq else { continue }
+            bodies.append(seq)
+            bodies.append(ByteBuffer(bytes: row.delivery.body))
+            bodyTuples.append("($\(bodies.count - 1)::bigint, $\(bodies.count)::bytea)")
+        }
+        if !bodyTuples.isEmpty {
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "INSERT INTO inboxBody (seq, body) VALUES \(bodyTuples.joined(separator: ", "))", binds: bodies),
+                logger: logger)
+        }
+        return positions
     }
 
     /// The lock key of an event's identity, for ``PostgresObjectLock``: a group commit holds it
@@ -122,25 +220,8 @@ extension PostgresInbox {
         _ delivery: InboxDelivery, status: InboxStatus, effect: ApplyEffect?, processedAt: Int64?, connection: PostgresConnection,
         logger: Logger
     ) async throws -> Int64? {
-        let envelope = delivery.envelope
-        let rows = try await connection.query(
-            """
-            WITH event AS (
-                INSERT INTO inboxEvent
-                    (eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType, receivedAt, source,
-                     secretIndex, status, effect, processedAt, attempts)
-                VALUES (\(envelope.id), \(envelope.account ?? ""), \(envelope.livemode), \(envelope.type), \(delivery.subtype),
-                    \(envelope.apiVersion), \(envelope.created), \(envelope.objectID), \(envelope.objectType), \(delivery.receivedAt),
-                    \(delivery.source.rawValue), \(delivery.secretIndex.map(Int64.init)), \(status.rawValue), \(effect?.rawValue),
-                    \(processedAt), \(processedAt == nil ? 0 : 1))
-                ON CONFLICT (eventID, account, livemode) DO NOTHING
-                RETURNING seq)
-            INSERT INTO inboxBody (seq, body) SELECT seq, \(ByteBuffer(bytes: delivery.body)) FROM event
-            RETURNING seq
-            """,
-            logger: logger)
-        for try await seq in rows.decode(Int64.self) { return seq }
-        return nil
+        let row = FinalRow(delivery: delivery, status: status, effect: effect, processedAt: processedAt)
+        return try await insertFinal([row], connection: connection, logger: logger)[0]
     }
 
     /// Puts every event back in the queue, as never tried, inside the caller's transaction
