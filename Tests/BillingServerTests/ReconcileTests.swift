@@ -296,13 +296,17 @@ struct ReconcileCommandTests {
         try await billingd(["reconcile"] + arguments, database: database, fake: fake, apiKey: apiKey)
     }
 
-    func billingd(_ arguments: [String], database: String, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey) async throws -> Result {
-        let environment = ChildProcess.environment(
-            clearingBillingdSettings: false,
-            [
-                "BILLINGD_DATABASE": database, "STRIPE_API_KEY": apiKey, "STRIPE_API_BASE": fake.baseURL, "STRIPE_RATE_LIMIT": "1000",
-                "STRIPE_MAX_RETRIES": "1", "BILLINGD_LOG_LEVEL": "trace",
-            ])
+    /// Runs `billingd ARGUMENTS` on the SQLite ledger at `database`, or on the PostgreSQL one at
+    /// `databaseURL` when given.
+    func billingd(
+        _ arguments: [String], database: String, databaseURL: String? = nil, fake: StripeFake, apiKey: String = ReconcileHarness.apiKey
+    ) async throws -> Result {
+        var settings = [
+            "BILLINGD_DATABASE": database, "STRIPE_API_KEY": apiKey, "STRIPE_API_BASE": fake.baseURL, "STRIPE_RATE_LIMIT": "1000",
+            "STRIPE_MAX_RETRIES": "1", "BILLINGD_LOG_LEVEL": "trace",
+        ]
+        if let databaseURL { settings["BILLINGD_DATABASE_URL"] = databaseURL }
+        let environment = ChildProcess.environment(clearingBillingdSettings: false, settings)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-reconcile-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -336,6 +340,32 @@ struct ReconcileCommandTests {
         let second = try await reconcile(["--kinds", "customers"], database: database, fake: harness.fake)
         #expect(second.status == 75)
         #expect(second.stderr.contains("cron:4242"))
+    }
+
+    @Test("Two reconciles started at once on one PostgreSQL ledger, as cron on two hosts would: one runs, the other exits 75 naming it")
+    func concurrentOnPostgres() async throws {
+        let fake = try await StripeFake.start(.init(apiKey: ReconcileHarness.apiKey))
+        defer { Task { await fake.stop() } }
+        await fake.seed(customers: 20, subscriptions: 0, invoices: 0, prices: 1, products: 1)
+        // The run that holds the lease waits 3 s on its first call to Stripe, while the other
+        // tries the lease; a second run getting past the lease would be held as well, and exit 0.
+        await fake.inject(.delay(.seconds(3)), times: 2)
+        try await PostgresTestDatabase.withFreshDatabase { configuration in
+            let url = try PostgresTestDatabase.url(of: configuration)
+            let unused = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-unused-\(UUID().uuidString).sqlite3").path
+            async let first = billingd(["reconcile", "--json", "--kinds", "customers"], database: unused, databaseURL: url, fake: fake)
+            async let second = billingd(["reconcile", "--json", "--kinds", "customers"], database: unused, databaseURL: url, fake: fake)
+            let results = try await [first, second]
+            #expect(results.map(\.status).sorted() == [0, 75], "\(results.map(\.stderr))")
+            let ran = try #require(results.first { $0.status == 0 })
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(ran.stdout.utf8)) as? [String: Any])
+            #expect(report["outcome"] as? String == "completed")
+            let byKind = try #require(report["by_kind"] as? [String: [String: Any]])
+            #expect(byKind["customer"]?["missing_locally"] as? Int == 20, "the run filled the PostgreSQL ledger")
+            let refused = try #require(results.first { $0.status == 75 })
+            #expect(refused.stderr.contains("billingd reconcile: ") && refused.stderr.contains("Nothing was done."), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: unused), "no SQLite ledger is made beside the PostgreSQL one")
+        }
     }
 
     @Test("Exit 1 with Stripe's reason when the key is refused; the key is never printed")
