@@ -124,17 +124,20 @@ struct StuckCommitTests {
     }
 }
 
-/// Commits that are held until `release()`, counting how many are in flight at once.
+/// Commits that are held until `open()`, counting how many are in flight at once; once open,
+/// held commits go on and later ones are not held.
 final class HeldCommits: Sendable {
-    private let state = Mutex<(inFlight: Int, most: Int, held: [CheckedContinuation<Void, Never>])>((0, 0, []))
+    private let state = Mutex<(inFlight: Int, most: Int, open: Bool, held: [CheckedContinuation<Void, Never>])>((0, 0, false, []))
 
     func commit(_ items: [Int]) async -> [String] {
         await withCheckedContinuation { continuation in
-            state.withLock { state in
+            let passes = state.withLock { state in
                 state.inFlight += 1
                 state.most = max(state.most, state.inFlight)
-                state.held.append(continuation)
+                if !state.open { state.held.append(continuation) }
+                return state.open
             }
+            if passes { continuation.resume() }
         }
         state.withLock { $0.inFlight -= 1 }
         return items.map { "stored \($0)" }
@@ -143,14 +146,19 @@ final class HeldCommits: Sendable {
     var inFlight: Int { state.withLock { $0.inFlight } }
     var most: Int { state.withLock { $0.most } }
 
-    /// Waits (at most 10 s) until `count` commits are held.
-    func waitForHeld(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while state.withLock({ $0.held.count }) < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    /// Waits until `count` commits are held; false after two minutes (a starved test process).
+    func waitForHeld(_ count: Int) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while state.withLock({ $0.held.count }) < count {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
     }
 
-    func release() {
+    func open() {
         let held = state.withLock { state in
+            state.open = true
             defer { state.held = [] }
             return state.held
         }
@@ -163,19 +171,18 @@ struct ConcurrentCommitTests {
     @Test("With three slots, three batches commit at once, each caller hearing its own outcome; a fourth waits for a slot")
     func threeSlots() async throws {
         let commits = HeldCommits()
+        defer { commits.open() }
         let committer = BatchCommitter<Int, String>(concurrentCommits: 3) { items in await commits.commit(items) }
         var submitted: [Task<String, any Error>] = []
         for item in 1...3 {
             submitted.append(Task { try await committer.submit(item) })
-            try await commits.waitForHeld(item)
+            #expect(try await commits.waitForHeld(item), "commit \(item) starts while the others are held")
         }
-        #expect(commits.inFlight == 3, "each batch commits while the others are held")
+        #expect(commits.inFlight == 3)
         submitted.append(Task { try await committer.submit(4) })
         try await Task.sleep(for: .milliseconds(100))
         #expect(commits.most == 3, "no fourth commit while three are in flight")
-        commits.release()
-        try await commits.waitForHeld(1)
-        commits.release()
+        commits.open()
         var outcomes: [String] = []
         for task in submitted { outcomes.append(try await task.value) }
         #expect(outcomes == ["stored 1", "stored 2", "stored 3", "stored 4"])
@@ -184,17 +191,16 @@ struct ConcurrentCommitTests {
     @Test("With one slot (SQLite's one writer), a second batch waits for the first commit")
     func oneSlot() async throws {
         let commits = HeldCommits()
+        defer { commits.open() }
         let committer = BatchCommitter<Int, String> { items in await commits.commit(items) }
         let first = Task { try await committer.submit(1) }
-        try await commits.waitForHeld(1)
+        #expect(try await commits.waitForHeld(1))
         let second = Task { try await committer.submit(2) }
         try await Task.sleep(for: .milliseconds(100))
         #expect(commits.most == 1)
-        commits.release()
+        commits.open()
         #expect(try await first.value == "stored 1")
-        try await commits.waitForHeld(1)
-        commits.release()
         #expect(try await second.value == "stored 2")
-        #expect(commits.most == 1)
+        #expect(commits.most == 1, "the second commit started only after the first")
     }
 }
