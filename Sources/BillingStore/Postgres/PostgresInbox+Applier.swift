@@ -140,6 +140,13 @@ extension PostgresInbox {
         let processedAt: Int64?
     }
 
+    /// The PostgreSQL types of ``insertFinal(_:connection:logger:)``'s columns, in their order,
+    /// cast explicitly so that a null binds as its column's type in a multi-row insert.
+    private static let finalColumnTypes = [
+        "text", "text", "boolean", "text", "text", "text", "bigint", "text", "text", "bigint", "text", "bigint", "text", "text",
+        "bigint", "bigint",
+    ]
+
     /// Inserts deliveries in their final state inside the caller's transaction (a group commit
     /// that applied them), in two statements whatever their number: the events, positions drawn
     /// in the rows' order, then their bodies. One position per row, in order; nil for a row
@@ -169,8 +176,7 @@ extension PostgresInbox {
             binds.append(row.effect?.rawValue)
             binds.append(row.processedAt)
             binds.append(Int64(row.processedAt == nil ? 0 : 1))
-            let types = ["text", "text", "boolean", "text", "text", "text", "bigint", "text", "text", "bigint", "text", "bigint", "text", "text", "bigint", "bigint"]
-            tuples.append("(" + types.enumerated().map { "$\(first + $0.offset)::\($0.element)" }.joined(separator: ", ") + ")")
+            tuples.append("(" + finalColumnTypes.enumerated().map { "$\(first + $0.offset)::\($0.element)" }.joined(separator: ", ") + ")")
         }
         var seqs: [EventKey: Int64] = [:]
         let inserted = try await connection.query(
