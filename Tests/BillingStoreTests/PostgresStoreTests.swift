@@ -224,6 +224,53 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("A ledger statement is prepared once per connection, and bound NULL first it is another statement than bound a value")
+    func preparedStatements() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            try await store.client.withConnection { connection in
+                // COALESCE gives a NULL parameter no type of its own: prepared with a NULL it
+                // takes text, with an integer bigint. Sharing one statement, the integer would
+                // be read as text.
+                let sql = "SELECT COALESCE(?, NULL)"
+                var values: [LedgerValue] = []
+                for bound in [LedgerValue.null, .integer(5), .null, .integer(7), .text("x")] {
+                    for try await row in try await connection.run(sql, [bound], logger: logger) {
+                        values.append(try LedgerValue(row.first!))
+                    }
+                }
+                #expect(values == [.null, .integer(5), .null, .integer(7), .text("x")])
+                let prepared = try await connection.query(
+                    "SELECT count(*) FROM pg_prepared_statements WHERE statement = 'SELECT COALESCE($1, NULL)'", logger: logger)
+                for try await count in prepared.decode(Int.self) {
+                    #expect(count == 3, "one statement per kind of value bound, each prepared once")
+                }
+            }
+        }
+    }
+
+    @Test("A statement whose preparation failed is prepared again on its next use, on the same connection")
+    func failedPreparationIsRetried() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            try await store.client.withConnection { connection in
+                // As when a statement meets a table that a migration on another replica has not
+                // yet created: postgres-nio keeps a failed preparation's error for its name.
+                let sql = "SELECT count(*) FROM preparedLater WHERE x = ?"
+                await #expect(throws: PSQLError.self) {
+                    try await connection.run(sql, [.integer(1)], logger: logger)
+                }
+                try await connection.query("CREATE TABLE preparedLater (x bigint)", logger: logger)
+                try await connection.query("INSERT INTO preparedLater VALUES (1), (1), (2)", logger: logger)
+                var counts: [Int64] = []
+                for _ in 0..<2 {
+                    for try await row in try await connection.run(sql, [.integer(1)], logger: logger) {
+                        counts.append(try row.decode(Int64.self))
+                    }
+                }
+                #expect(counts == [2, 2])
+            }
+        }
+    }
+
     @Test("A delivery that reaches two replicas at once is stored once; overlapping batches in opposite orders do not deadlock")
     func twoReplicas() async throws {
         try await PostgresTestDatabase.withFreshDatabase { configuration in try await twoReplicas(configuration) }

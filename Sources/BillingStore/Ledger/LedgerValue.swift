@@ -3,7 +3,7 @@ import BillingCore
 /// A ledger column's value as both backends bind and read it, so that the decisions about what a
 /// row holds (typed fields, versions, child rows, dump lines) are made once, not per backend.
 /// SQLite stores a boolean as 0 or 1; PostgreSQL binds it as a real boolean.
-enum LedgerValue: Sendable, Equatable {
+package enum LedgerValue: Sendable, Equatable {
     case null
     case integer(Int64)
     case boolean(Bool)
@@ -14,7 +14,7 @@ enum LedgerValue: Sendable, Equatable {
 extension LedgerValue: CustomStringConvertible {
     /// As GRDB prints SQLite's storage (`NULL`, `42`, `"text"`, `Data(12 bytes)`; booleans as 0
     /// and 1, which is what SQLite stores), so that the dumps of both backends compare equal.
-    var description: String {
+    package var description: String {
         switch self {
         case .null: "NULL"
         case .integer(let number): String(number)

@@ -47,7 +47,7 @@ enum PostgresAppStoreWriter {
         let logger: Logger
 
         @discardableResult
-        func run(_ sql: String, _ values: [LedgerValue]) async throws -> PostgresRowSequence {
+        func run(_ sql: String, _ values: [LedgerValue]) async throws -> PostgresRows {
             try await connection.run(sql, values, logger: logger)
         }
 

@@ -117,7 +117,7 @@ extension PostgresInbox {
     /// Which of `deliveries` the inbox already holds, in one query.
     static func stored(_ deliveries: [InboxDelivery], connection: PostgresConnection, logger: Logger) async throws -> Set<EventKey> {
         let keys = deliveries.map(EventKey.init)
-        let rows = try await connection.query(
+        let rows = try await connection.prepared(
             """
             SELECT e.eventID, e.account, e.livemode FROM inboxEvent e
             JOIN unnest(\(keys.map(\.id))::text[], \(keys.map(\.account))::text[], \(keys.map(\.livemode))::boolean[])
@@ -194,19 +194,16 @@ extension PostgresInbox {
         for try await (seq, id, account, livemode) in inserted.decode((Int64, String, String, Bool).self) {
             seqs[EventKey(id: id, account: account, livemode: livemode)] = seq
         }
-        var bodies = PostgresBindings(capacity: seqs.count * 2)
-        var bodyTuples: [String] = []
         let positions = rows.map { seqs[EventKey($0.delivery)] }
+        var bodySeqs: [Int64] = [], bodies: [ByteBuffer] = []
         for (row, seq) in zip(rows, positions) {
             guard let seq else { continue }
-            bodies.append(seq)
+            bodySeqs.append(seq)
             bodies.append(ByteBuffer(bytes: row.delivery.body))
-            bodyTuples.append("($\(bodies.count - 1)::bigint, $\(bodies.count)::bytea)")
         }
-        if !bodyTuples.isEmpty {
-            try await connection.query(
-                PostgresQuery(unsafeSQL: "INSERT INTO inboxBody (seq, body) VALUES \(bodyTuples.joined(separator: ", "))", binds: bodies),
-                logger: logger)
+        if !bodySeqs.isEmpty {
+            try await connection.prepared(
+                "INSERT INTO inboxBody (seq, body) SELECT * FROM unnest(\(bodySeqs)::bigint[], \(bodies)::bytea[])", logger: logger)
         }
         return positions
     }

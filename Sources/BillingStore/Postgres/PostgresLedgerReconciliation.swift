@@ -245,7 +245,7 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
 
     private func strings(_ sql: String, _ values: [LedgerValue], _ connection: PostgresConnection) async throws -> [String] {
         var strings: [String] = []
-        for try await text in try await connection.run(sql, values, logger: logger).decode(String.self) { strings.append(text) }
+        for try await row in try await connection.run(sql, values, logger: logger) { strings.append(try row.decode(String.self)) }
         return strings
     }
 

@@ -41,7 +41,8 @@ enum PostgresLedgerWriter {
     static func heldVersion(table: String, key: [LedgerValue], connection: PostgresConnection, logger: Logger) async throws -> SnapshotVersion? {
         let rows = try await connection.run(
             "SELECT \(LedgerRows.versionColumns) FROM \(table) WHERE account = ? AND livemode = ? AND id = ?", key, logger: logger)
-        for try await (deleted, terminal, created, transition, rank, eventID) in rows.decode((Bool, Bool, Int64, Int64, Int, String).self) {
+        for try await row in rows {
+            let (deleted, terminal, created, transition, rank, eventID) = try row.decode((Bool, Bool, Int64, Int64, Int, String).self)
             return SnapshotVersion(
                 deleted: deleted, terminal: terminal, eventCreated: created, transitionAt: transition, statusRank: rank, eventID: eventID)
         }
@@ -94,7 +95,7 @@ enum PostgresObjectLock {
     /// (the same order in every transaction); a hash two objects share only serialises them.
     static func lock(_ keys: [String], _ connection: PostgresConnection, _ logger: Logger) async throws {
         guard !keys.isEmpty else { return }
-        try await connection.query(
+        try await connection.prepared(
             """
             SELECT count(pg_advisory_xact_lock(h)) FROM (
                 SELECT DISTINCT hashtextextended(k, 0) AS h FROM unnest(\(keys)::text[]) AS k ORDER BY h) AS ordered
@@ -114,16 +115,6 @@ extension AppStoreDelivery {
     }
 }
 
-extension PostgresConnection {
-    /// Runs a statement spelled with `?` placeholders (shared with SQLite), binding `values` in order.
-    @discardableResult
-    func run(_ sql: String, _ values: [LedgerValue], logger: Logger) async throws -> PostgresRowSequence {
-        var binds = PostgresBindings(capacity: values.count)
-        for value in values { binds.append(value) }
-        return try await query(PostgresQuery(unsafeSQL: numberedPlaceholders(sql), binds: binds), logger: logger)
-    }
-}
-
 extension PostgresBindings {
     /// Binds a ledger value in its PostgreSQL type (a boolean as a boolean, a blob as bytea).
     mutating func append(_ value: LedgerValue) {
@@ -139,7 +130,7 @@ extension PostgresBindings {
 
 extension LedgerValue {
     /// A cell PostgreSQL returned, by its column's type.
-    init(_ cell: PostgresCell) throws {
+    package init(_ cell: PostgresCell) throws {
         guard cell.bytes != nil else {
             self = .null
             return

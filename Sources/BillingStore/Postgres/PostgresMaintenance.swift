@@ -147,7 +147,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
         let sql = "SELECT * FROM \(table)" + (condition.map { " WHERE \($0)" } ?? "") + " ORDER BY \(order)"
         return try await client.withConnection { connection in
             var result: [[(name: String, value: LedgerValue)]] = []
-            for try await row in try await connection.run(sql, values, logger: logger) {
+            for try await row in try await connection.runOnce(sql, values, logger: logger) {
                 result.append(try row.map { cell -> (name: String, value: LedgerValue) in (PostgresSchema.spelling(of: cell.columnName), try LedgerValue(cell)) })
             }
             return result

@@ -32,7 +32,7 @@ struct PostgresOutbox: OutboxStore {
         var users = touches.users
         for customer in touches.customers {
             let (account, livemode) = (customer.scope.account, customer.scope.livemode)
-            let rows = try await connection.query(
+            let rows = try await connection.prepared(
                 """
                 SELECT appUserID FROM customer WHERE account = \(account) AND livemode = \(livemode) AND id = \(customer.id)
                     AND appUserID IS NOT NULL AND appUserID <> ''
@@ -42,7 +42,7 @@ struct PostgresOutbox: OutboxStore {
         }
         for purchase in touches.purchases {
             let scope = ServiceScope(livemode: purchase.environment == "Production")
-            let rows = try await connection.query(
+            let rows = try await connection.prepared(
                 """
                 SELECT appUserID FROM appStoreOwner
                 WHERE environment = \(purchase.environment) AND originalTransactionID = \(purchase.originalTransactionID)
@@ -65,10 +65,10 @@ struct PostgresOutbox: OutboxStore {
     static func announce(
         user: String, scope: ServiceScope, policy: OutboxPolicy, now: Int64, connection: PostgresConnection, logger: Logger
     ) async throws {
-        try await connection.query(
+        try await connection.prepared(
             "SELECT pg_advisory_xact_lock(hashtextextended(\(OutboxAnnouncer.userKey(scope: scope, user: user)), 1))", logger: logger)
         var kept: (state: String, reviewAt: Int64?)?
-        for try await row in try await connection.query(
+        for try await row in try await connection.prepared(
             """
             SELECT state, reviewAt FROM outboxUserState WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
             """, logger: logger
@@ -77,7 +77,7 @@ struct PostgresOutbox: OutboxStore {
         let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: scope)
         let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
         if announced.changed {
-            try await connection.query(
+            try await connection.prepared(
                 """
                 INSERT INTO outboxUserState (account, livemode, "user", state, updatedAt, reviewAt)
                 VALUES (\(scope.account), \(scope.livemode), \(user), \(OutboxAnnouncer.encode(announced.state)), \(now), \(announced.reviewAt))
@@ -85,7 +85,7 @@ struct PostgresOutbox: OutboxStore {
                     SET state = excluded.state, updatedAt = excluded.updatedAt, reviewAt = excluded.reviewAt
                 """, logger: logger)
         } else if let kept, kept.reviewAt != announced.reviewAt {
-            try await connection.query(
+            try await connection.prepared(
                 """
                 UPDATE outboxUserState SET reviewAt = \(announced.reviewAt)
                 WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
@@ -157,15 +157,15 @@ struct PostgresOutbox: OutboxStore {
         var seqs: [Int64] = []
         let userKey = OutboxAnnouncer.userKey(scope: event.scope, user: event.user)
         for endpoint in endpoints {
-            let seq = try await connection.single(
+            let rows = try await connection.prepared(
                 """
                 INSERT INTO outboxEvent (id, endpoint, type, account, livemode, "user", userKey, createdAt, payload, status, nextAttemptAt)
                 VALUES (\(event.id), \(endpoint), \(event.type), \(event.scope.account), \(event.scope.livemode), \(event.user),
                     \(userKey), \(event.createdAt), \(ByteBuffer(bytes: event.payload)), \(OutboxStatus.pending.rawValue),
                     \(event.createdAt))
                 RETURNING seq
-                """, as: Int64.self, logger: logger)
-            if let seq { seqs.append(seq) }
+                """, logger: logger)
+            for try await row in rows { seqs.append(try row.decode(Int64.self)) }
         }
         return seqs
     }

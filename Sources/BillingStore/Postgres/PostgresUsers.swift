@@ -71,7 +71,7 @@ struct PostgresUsers: UserLedgerStore {
                 try await connection.query("COMMIT", logger: logger)
                 return value
             } catch {
-                try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw error
             }
         }
