@@ -82,7 +82,7 @@ struct ConnectionLimitTests {
         let daemon = try await DaemonProcess.start(
             databasePath: directory.appendingPathComponent("ledger.sqlite3").path,
             extraEnvironment: ["BILLINGD_IDLE_TIMEOUT": "1s"])
-        defer { daemon.kill(signal: SIGTERM) }
+        defer { daemon.stop() }
         let idle = try await RawConnection.open(port: daemon.port)
         defer { idle.close() }
         #expect(await idle.readUntilClosed(timeout: Self.patience).closed)
@@ -99,7 +99,7 @@ struct ConnectionLimitTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try await DaemonProcess.start(
             databasePath: directory.appendingPathComponent("ledger.sqlite3").path, extraEnvironment: ["BILLINGD_MAX_CONNECTIONS": "2"])
-        defer { daemon.kill(signal: SIGTERM) }
+        defer { daemon.stop() }
         var open: [RawConnection] = []
         for _ in 0..<2 {
             let connection = try await RawConnection.open(port: daemon.port)

@@ -41,7 +41,7 @@ struct DaemonProcess {
                 standardError: standardError)
             let daemon = DaemonProcess(process: process, port: port, databasePath: databasePath)
             if try await daemon.waitUntilHealthy() { return daemon }
-            daemon.kill()
+            await daemon.kill()
         }
         throw DaemonError("billingd serve did not become healthy")
     }
@@ -61,11 +61,20 @@ struct DaemonProcess {
         return false
     }
 
-    /// Sends `signal` and waits for the end.
+    /// Sends `signal` and waits for the end on a thread of its own, not one of the few threads
+    /// every test's tasks share.
     @discardableResult
-    func kill(signal: Int32 = SIGKILL) -> ChildProcess.Termination {
+    func kill(signal: Int32 = SIGKILL) async -> ChildProcess.Termination {
         process.signal(signal)
-        return process.waitBlocking()
+        return await process.wait()
+    }
+
+    /// Sends SIGTERM and blocks until the end: for a `defer`, which cannot wait otherwise. It
+    /// holds one of the tests' shared threads meanwhile, so a test ends its daemons with
+    /// ``kill(signal:)`` wherever it can.
+    func stop() {
+        process.signal(SIGTERM)
+        process.waitBlocking()
     }
 }
 
@@ -114,7 +123,7 @@ struct CrashSafetyTests {
         await load.waitForAcknowledged(floor, within: .seconds(60)) { daemon.process.isRunning }
         try await Task.sleep(for: .milliseconds(Int.random(in: 100...1000)))
         let runningAtKill = daemon.process.isRunning
-        daemon.kill(signal: SIGKILL)
+        await daemon.kill(signal: SIGKILL)
         await load.stop()
         #expect(runningAtKill, "the daemon was still running when it was killed")
 
@@ -129,7 +138,7 @@ struct CrashSafetyTests {
 
         // It starts again on the same database and keeps accepting.
         let again = try await DaemonProcess.start(databasePath: databasePath)
-        defer { again.kill(signal: SIGTERM) }
+        defer { again.stop() }
         #expect(try await HTTP.deliver(eventBody(id: "evt_after_restart_\(round)"), port: again.port) == 200)
         #expect(try await HTTP.request("http://127.0.0.1:\(again.port)/readyz", method: "GET").0 == 200)
     }
@@ -141,7 +150,7 @@ struct CrashSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try await DaemonProcess.start(databasePath: directory.appendingPathComponent("l.sqlite3").path)
         #expect(try await HTTP.deliver(eventBody(id: "evt_term"), port: daemon.port) == 200)
-        #expect(daemon.kill(signal: SIGTERM) == .exit(0))
+        #expect(await daemon.kill(signal: SIGTERM) == .exit(0))
     }
 
     @Test("serve without a webhook secret refuses to start and says what to set")

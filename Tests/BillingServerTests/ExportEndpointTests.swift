@@ -217,10 +217,10 @@ struct ExportEndpointTests {
         #expect(status == 200)
         #expect(body.isEmpty, "an empty ledger exports no rows")
         #expect(try await HTTP.request(url, method: "GET").0 == 401)
-        withTokens.kill(signal: SIGTERM)
+        await withTokens.kill(signal: SIGTERM)
 
         let withoutTokens = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: ["BILLINGD_API_TOKENS": ""])
-        defer { withoutTokens.kill(signal: SIGTERM) }
+        defer { withoutTokens.stop() }
         let url2 = "http://127.0.0.1:\(withoutTokens.port)/v1/exports/invoices"
         #expect(try await HTTP.request(url2, method: "GET", headers: ["Authorization": "Bearer \(token)"]).0 == 404)
     }

@@ -644,7 +644,7 @@ struct OutboxCrashTests {
             // The sender has tried (and been refused): the kill comes after the commits, before any delivery.
             for _ in 0..<600 where receiver.requests == 0 { try await Task.sleep(for: .milliseconds(50)) }
             let runningAtKill = daemon.process.isRunning
-            daemon.kill(signal: SIGKILL)
+            await daemon.kill(signal: SIGKILL)
             #expect(runningAtKill, "serve was running when it was killed")
             #expect(receiver.requests > 0, "the sender tried before the kill")
             #expect(receiver.received.isEmpty)
@@ -656,7 +656,7 @@ struct OutboxCrashTests {
 
             receiver.set(.accept)
             let again = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: environment)
-            defer { again.kill(signal: SIGTERM) }
+            defer { again.stop() }
             // A refused event is retried after its backoff (5 s, then 10 s): bound the wait, never its speed.
             var delivered = 0
             for _ in 0..<600 {

@@ -27,7 +27,7 @@ struct PostgresCrashTests {
         let environment = ["BILLINGD_DATABASE_URL": url, "BILLINGD_DATABASE_CONNECTIONS": "8"]
         let victim = try await DaemonProcess.start(databasePath: unused, extraEnvironment: environment)
         let survivor = try await DaemonProcess.start(databasePath: unused, extraEnvironment: environment)
-        defer { survivor.kill(signal: SIGTERM) }
+        defer { survivor.stop() }
 
         let live = LivePorts([victim.port, survivor.port])
         let load = DeliveryLoad.start(workers: 12, prefix: "evt_pgkill") { body, index in
@@ -41,7 +41,7 @@ struct PostgresCrashTests {
         await load.waitForAcknowledged(floor, within: .seconds(60)) { victim.process.isRunning }
         try await Task.sleep(for: .milliseconds(Int.random(in: 100...800)))
         let runningAtKill = victim.process.isRunning
-        victim.kill(signal: SIGKILL)
+        await victim.kill(signal: SIGKILL)
         live.ports = [survivor.port]
         // The survivor keeps taking the whole load for a moment.
         let atKill = load.count

@@ -44,7 +44,7 @@ struct PostgresRestartTests {
         let log = unused + ".log"
         defer { try? FileManager.default.removeItem(atPath: log) }
         let daemon = try await DaemonProcess.start(databasePath: unused, extraEnvironment: ["BILLINGD_DATABASE_URL": url], standardError: log)
-        defer { daemon.kill(signal: SIGTERM) }
+        defer { daemon.stop() }
 
         // Each sender waits past serve's store deadline (20 s), so that what it sees while the
         // database is down is serve's answer, not its own timeout.

@@ -29,9 +29,9 @@ struct ExportProcess {
     }
 
     /// Runs to the end; the exit status and what it wrote on standard error.
-    static func run(database: String, arguments: [String], directory: URL) throws -> (status: Int32, errors: String) {
+    static func run(database: String, arguments: [String], directory: URL) async throws -> (status: Int32, errors: String) {
         let running = try start(database: database, arguments: arguments, directory: directory)
-        let termination = running.process.waitBlocking()
+        let termination = await running.process.wait()
         return (termination.status, running.errors)
     }
 
@@ -76,7 +76,7 @@ struct ExportProcessTests {
         ])
         let database = ledger.path("ledger.sqlite3")
         let output = ledger.path("january.csv")
-        let run = try ExportProcess.run(
+        let run = try await ExportProcess.run(
             database: database, arguments: ["export", "invoices", "--from", "2026-01", "--to", "2026-02", "--output", output],
             directory: ledger.directory)
         #expect(run.status == 0, "\(run.errors)")
@@ -91,7 +91,7 @@ struct ExportProcessTests {
         // JSON Lines, inferred from the name, with the summary as JSON.
         let jsonl = ledger.path("all.jsonl")
         let summary = ledger.path("summary.json")
-        let second = try ExportProcess.run(
+        let second = try await ExportProcess.run(
             database: database, arguments: ["export", "invoices", "--output", jsonl, "--summary-json", summary],
             directory: ledger.directory)
         #expect(second.status == 0, "\(second.errors)")
@@ -102,10 +102,10 @@ struct ExportProcessTests {
         #expect(!second.errors.contains("Exported"))
 
         // Test mode holds nothing here: the summary says so and points at --test.
-        let empty = try ExportProcess.run(
+        let empty = try await ExportProcess.run(
             database: database, arguments: ["export", "invoices", "--output", ledger.path("none.csv")], directory: ledger.directory)
         #expect(empty.status == 0)
-        let none = try ExportProcess.run(
+        let none = try await ExportProcess.run(
             database: database, arguments: ["export", "invoices", "--test", "--output", ledger.path("none.csv")],
             directory: ledger.directory)
         #expect(none.status == 0)
@@ -122,12 +122,12 @@ struct ExportProcessTests {
         (["--currency", "euros"], "ISO 4217"),
         (["--output", "/nonexistent-billingd-dir/out.csv"], "does not exist"),
     ])
-    func badOptions(arguments: [String], message: String) throws {
+    func badOptions(arguments: [String], message: String) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         var options = ["export", "invoices"] + arguments
         if !arguments.contains("--output") { options += ["--output", ledger.path("out.csv")] }
-        let run = try ExportProcess.run(database: ledger.path("ledger.sqlite3"), arguments: options, directory: ledger.directory)
+        let run = try await ExportProcess.run(database: ledger.path("ledger.sqlite3"), arguments: options, directory: ledger.directory)
         #expect(run.status != 0)
         #expect(run.errors.contains(message), "\(run.errors)")
         #expect(!FileManager.default.fileExists(atPath: ledger.path("out.csv")))
@@ -142,7 +142,7 @@ struct ExportProcessTests {
         let output = ledger.path("invoices.csv")
         var previous: Data?
         if previousExport {
-            let small = try ExportProcess.run(
+            let small = try await ExportProcess.run(
                 database: database, arguments: ["export", "invoices", "--to", "1767225700", "--output", output], directory: ledger.directory)
             #expect(small.status == 0, "\(small.errors)")
             previous = try Data(contentsOf: URL(fileURLWithPath: output))
@@ -153,7 +153,7 @@ struct ExportProcessTests {
         try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
         try await Task.sleep(for: .milliseconds(Int.random(in: 0...150)))
         export.process.signal(SIGKILL)
-        #expect(export.process.waitBlocking() == .signal(SIGKILL))
+        #expect(await export.process.wait() == .signal(SIGKILL))
 
         if let previous {
             #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == previous, "the previous export is untouched")
@@ -164,7 +164,7 @@ struct ExportProcessTests {
         #expect(try temporaryFiles(ledger.directory).count == 1)
 
         // The next export replaces everything with a complete file.
-        let complete = try ExportProcess.run(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
+        let complete = try await ExportProcess.run(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
         #expect(complete.status == 0, "\(complete.errors)")
         let text = try String(contentsOfFile: output, encoding: .utf8)
         #expect(text.hasSuffix("\r\n"))
@@ -182,7 +182,7 @@ struct ExportProcessTests {
             database: ledger.path("ledger.sqlite3"), arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
         try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
         export.process.signal(signal)
-        #expect(export.process.waitBlocking() == .exit(128 + signal), "billingd ends an interrupted export with 128 + the signal")
+        #expect(await export.process.wait() == .exit(128 + signal), "billingd ends an interrupted export with 128 + the signal")
         #expect(export.errors.contains("interrupted"))
         #expect(!FileManager.default.fileExists(atPath: output))
         #expect(try temporaryFiles(ledger.directory).isEmpty)
