@@ -27,6 +27,7 @@ struct ObjectDecodingTests {
             ("payment_method", PaymentMethod.self), ("price", Price.self), ("price_yearly", Price.self),
             ("product", Product.self), ("checkout_session", CheckoutSession.self),
             ("active_entitlement_summary", ActiveEntitlementSummary.self), ("invoice_payment", InvoicePayment.self),
+            ("charge_refunded_2023-08-16", Charge.self),
         ]
     }
 

@@ -203,6 +203,9 @@ struct OutboxTests {
                 ("customer.subscription.updated", F.subscription(
                     "sub_A", customer: "cus_A", status: "active", lookupKey: "enterprise_monthly", price: "price_EntMonthly",
                     product: "prod_Ent", periodStart: renewed.0, periodEnd: renewed.1)),
+                // The last payment refunded in part, then the subscription canceled.
+                ("invoice.paid", F.invoice("in_A", customer: "cus_A", status: "paid", created: renewed.0, subscription: "sub_A")),
+                ("charge.refunded", F.refundedCharge("ch_A", customer: "cus_A", invoice: "in_A", refunded: 972)),
                 ("customer.subscription.deleted", F.subscription(
                     "sub_A", customer: "cus_A", status: "canceled", lookupKey: "enterprise_monthly", price: "price_EntMonthly",
                     product: "prod_Ent", periodStart: renewed.0, periodEnd: renewed.1,
@@ -218,8 +221,12 @@ struct OutboxTests {
                 "subscription.billing_issue",
                 "subscription.recovered",
                 "subscription.plan_changed", "entitlement.updated",
+                "subscription.refunded",
                 "subscription.expired", "entitlement.updated",
             ])
+            let refunded = try #require(receiver.received.first { $0.type == "subscription.refunded" })
+            #expect(refunded.json["source"] as? String == "stripe")
+            #expect((refunded.json["refund"] as? String)?.contains("ch_A") == true, "the payload names the refunded charge")
             #expect(receiver.rejected == 0)
             #expect(receiver.received.allSatisfy { $0.verifiedBy == [0, 1] }, "each message carries a signature per secret")
             #expect(Set(receiver.received.map(\.id)).count == receiver.received.count, "each event has its own webhook-id")

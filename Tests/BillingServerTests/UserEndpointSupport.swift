@@ -105,6 +105,15 @@ enum UserFixtures {
         return object
     }
 
+    /// A refunded charge of the 2023-08-16 shape, which names the invoice it paid.
+    static func refundedCharge(_ id: String, customer: String, invoice: String?, amount: Int = 1944, refunded: Int) -> [String: Any] {
+        var object = object("charge_refunded_2023-08-16")
+        (object["id"], object["customer"], object["invoice"]) = (id, customer, invoice ?? NSNull())
+        (object["amount"], object["amount_captured"], object["amount_refunded"]) = (amount, amount, refunded)
+        object["refunded"] = refunded >= amount
+        return object
+    }
+
     static func paymentMethod(_ id: String, customer: String?, brand: String = "visa", last4: String = "4242", created: Int64 = 1_769_939_990) -> [String: Any] {
         var object = object("payment_method")
         object["id"] = id

@@ -126,6 +126,67 @@ struct AnnouncingBackendTests {
         return looks
     }
 
+    /// The app's user pays a subscription's invoice and a one-off invoice, and Stripe refunds both
+    /// charges and a third that paid no invoice: what is queued, in order, and the refunds' payloads.
+    func refundScenario(_ backend: StoreBackend) async throws -> [String] {
+        var queued: [String] = []
+        try await withLedger(backend) { ledger in
+            let policy = OutboxPolicy(
+                catalog: .freeOnly, endpoints: [Self.endpoint], render: { billing, _ in Array(#"{"user":"\#(billing.user)"}"#.utf8) },
+                now: { 1_770_000_000 })
+            let store = ledger.store.announcing(policy)
+            typealias E = EventFactory
+            let invoice = E.object("invoice")
+            var oneOff = invoice
+            oneOff["id"] = "in_once"
+            oneOff["parent"] = NSNull()
+            let charge = E.object("charge_refunded_2023-08-16")
+            var oneOffCharge = charge
+            (oneOffCharge["id"], oneOffCharge["invoice"], oneOffCharge["amount_refunded"], oneOffCharge["refunded"]) = ("ch_once", "in_once", 500, false)
+            var directCharge = charge
+            (directCharge["id"], directCharge["invoice"]) = ("ch_direct", NSNull())
+            let events: [(String, [String: Any])] = [
+                ("customer.created", E.object("customer")), ("customer.subscription.created", E.object("subscription")),
+                ("invoice.paid", invoice), ("invoice.paid", oneOff),
+                ("charge.refunded", charge), ("charge.refunded", oneOffCharge), ("charge.refunded", directCharge),
+            ]
+            let bodies = events.enumerated().map { index, event in
+                E.event(id: "evt_refund_\(index)", type: event.0, created: 1_769_940_000 + Int64(index), object: event.1)
+            }
+            // One delivery per transaction, in order, as Stripe sends them.
+            let applier = store.applier(.init(firstRetryDelay: .zero))
+            for body in bodies {
+                _ = try await store.inbox.insert([try E.delivery(body)])
+                #expect(try await applier.drain().applied == 1)
+            }
+            for message in try await store.outbox.list(status: nil, limit: 100).reversed() {
+                var line = "\(message.event.user) \(message.event.type)"
+                let payload = try JSONSerialization.jsonObject(with: Data(message.event.payload)) as? [String: Any]
+                if let refund = payload?["refund"] as? [String: Any] {
+                    let fields = ["charge", "invoice", "subscription", "customer", "amount", "amount_refunded", "currency"]
+                    line += " " + fields.map { "\($0)=\(refund[$0] ?? "none")" }.joined(separator: " ")
+                    line += " fully_refunded=\(refund["fully_refunded"] as? Bool as Any) source=\(payload?["source"] ?? "none")"
+                    line += " view_of=\((payload?["data"] as? [String: Any])?["user"] ?? "none")"
+                }
+                queued.append(line)
+            }
+        }
+        return queued
+    }
+
+    @Test("A refund of a Stripe subscription's payment is announced once, after the views, with the refund, on SQLite and PostgreSQL")
+    func stripeRefundOnBoth() async throws {
+        let sqlite = try await refundScenario(.sqlite)
+        #expect(sqlite.count == 3, "\(sqlite)")
+        #expect(sqlite.prefix(2) == ["user_42 subscription.started", "user_42 entitlement.updated"])
+        #expect(sqlite.last == """
+            user_42 subscription.refunded charge=ch_3Sx4kNHd3QfR8sTa1q0Zx9Ww invoice=in_1Sx4kMHd3QfR8sTa0r7GJ2uQ \
+            subscription=sub_1Sx4kLHd3QfR8sTaV9pWm2cE customer=cus_TqW7mZ2xLp9Kna amount=1944 amount_refunded=1944 currency=usd \
+            fully_refunded=Optional(true) source=stripe view_of=user_42
+            """, "a one-off invoice's refund and a charge of no invoice are only recorded")
+        #expect(try await refundScenario(.postgres) == sqlite)
+    }
+
     @Test("A period that ends with no notification is announced when it lapses, once, on SQLite and PostgreSQL")
     func lapsedOnBoth() async throws {
         let sqlite = try await lapseScenario(.sqlite)

@@ -13,6 +13,9 @@ public enum EventRoute: Sendable, Equatable {
     /// Stored and acknowledged, but nothing in the ledger changes (e.g. `invoice.upcoming`,
     /// which describes an invoice that does not exist yet).
     case recordOnly
+    /// A charge was refunded: nothing in the ledger changes (it keeps no charges), but the app
+    /// hears of it (`subscription.refunded`) when the charge paid a subscription's invoice.
+    case refund
     /// A type billingd does not model; kept in the inbox as `ignored`.
     case ignored
 
@@ -31,6 +34,8 @@ public enum EventRoute: Sendable, Equatable {
             self = .snapshot(.subscription)
         case "invoice.upcoming":
             self = .recordOnly
+        case "charge.refunded":
+            self = .refund
         case "invoice.deleted":
             self = .deletion(.invoice)
         case "invoice_payment.paid":

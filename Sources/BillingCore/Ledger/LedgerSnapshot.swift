@@ -129,7 +129,8 @@ public struct LedgerSnapshot: Sendable, Equatable {
             truncated: truncated, raw: raw)
     }
 
-    private static func describe(_ error: any Error) -> String {
+    /// A decoding error as a path and a reason, for an inbox row's `lastError`.
+    package static func describe(_ error: any Error) -> String {
         switch error {
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
             DecodingError.keyNotFound(_, let context), DecodingError.dataCorrupted(let context):

@@ -58,7 +58,7 @@ extension InboxApplier {
             case .ignored:
                 status = .ignored
                 ingested.pass.ignored += 1
-            case .recordOnly, .snapshot, .appStore:
+            case .recordOnly, .refund, .snapshot, .appStore:
                 let applied = try Self.applyToLedger(
                     prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode, db: db)
                 (status, effect) = (.applied, applied)

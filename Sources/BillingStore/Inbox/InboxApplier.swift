@@ -22,6 +22,8 @@ public struct InboxApplier: EventApplier {
     enum Decoded: Sendable {
         case snapshot(LedgerSnapshot)
         case appStore(AppStoreDelivery)
+        /// A refund of a charge that paid an invoice: recorded, and announced to the app.
+        case refund(Charge)
         case recordOnly
         case ignored
         case failure(String)
@@ -99,6 +101,7 @@ public struct InboxApplier: EventApplier {
         switch route {
         case .ignored: return .ignored
         case .recordOnly: return .recordOnly
+        case .refund: return decodeRefund(body: body)
         case .snapshot(let routed): (kind, deletion) = (routed, false)
         case .deletion(let routed): (kind, deletion) = (routed, true)
         }
@@ -111,6 +114,22 @@ public struct InboxApplier: EventApplier {
                     kind: kind, deletion: deletion, eventType: type, eventID: eventID, eventCreated: created, objectJSON: object))
         } catch {
             return .failure(error.description)
+        }
+    }
+
+    /// A refunded charge. Only a charge that paid an invoice of a customer can be a
+    /// subscription's payment; any other (a one-off payment, or an API version whose charges no
+    /// longer name their invoice) is only recorded.
+    private static func decodeRefund(body: [UInt8]) -> Decoded {
+        guard let object = RawObjectLocator.object(in: body) else {
+            return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
+        }
+        do {
+            let charge = try JSONDecoder().decode(Charge.self, fromUntrusted: object)
+            guard charge.invoice != nil, charge.customer != nil else { return .recordOnly }
+            return .refund(charge)
+        } catch {
+            return .failure("data.object is not a valid charge: \(LedgerSnapshot.describe(error))")
         }
     }
 
@@ -142,7 +161,7 @@ public struct InboxApplier: EventApplier {
         case .appStore(let delivery):
             return try AppStoreLedgerWriter.apply(
                 delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account), sourceID: eventID, db: db)
-        case .recordOnly:
+        case .recordOnly, .refund:
             return .recorded
         case .ignored, .failure:
             return .unchanged
@@ -168,6 +187,10 @@ public struct InboxApplier: EventApplier {
             case .recordOnly:
                 try InboxQueue.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
                 pass.applied += 1
+            case .refund:
+                try InboxQueue.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
+                pass.applied += 1
+                if database.outbox != nil { Self.touch(outcome, account: event.account, livemode: event.livemode, into: &touches) }
             case .snapshot, .appStore:
                 do {
                     var effect = ApplyEffect.unchanged
@@ -208,6 +231,7 @@ public struct InboxApplier: EventApplier {
         switch decoded {
         case .snapshot(let snapshot): touches.add(snapshot, account: account, livemode: livemode)
         case .appStore(let delivery): touches.add(delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account))
+        case .refund(let charge): touches.add(charge, account: account, livemode: livemode)
         case .recordOnly, .ignored, .failure: break
         }
     }

@@ -71,6 +71,26 @@ package enum OutboxAnnouncer {
             payload: payload(header, data: policy.renderUsage(state)))
     }
 
+    /// The `subscription.refunded` event of a refunded Stripe charge that paid an invoice of
+    /// `subscription`: the user's views after it, and the refund.
+    package static func refunded(
+        _ refund: OutboxTouches.Refund, subscription: String, billing: UserBilling, policy: OutboxPolicy, nowMilliseconds: Int64
+    ) -> OutboxDraft {
+        let id = newEventID()
+        let charge = refund.charge
+        var header = PayloadHeader(
+            id: id, type: OutboundEventType.subscriptionRefunded.rawValue, created: nowMilliseconds / 1000, user: billing.user,
+            livemode: billing.scope.livemode, account: billing.scope.account.isEmpty ? nil : billing.scope.account,
+            source: "stripe", changes: nil)
+        header.refund = PayloadHeader.Refund(
+            charge: charge.id, invoice: refund.invoice, subscription: subscription, customer: refund.customer, amount: charge.amount,
+            amountRefunded: charge.amountRefunded, currency: charge.currency, fullyRefunded: charge.refunded)
+        let data = policy.render(billing, billing.resolve(policy.catalog, now: policy.now()))
+        return OutboxDraft(
+            id: id, type: OutboundEventType.subscriptionRefunded.rawValue, scope: billing.scope, user: billing.user,
+            createdAt: nowMilliseconds, payload: payload(header, data: data))
+    }
+
     /// The fields of a payload before `data`.
     package struct PayloadHeader: Encodable {
         package struct Changes: Encodable {
@@ -94,6 +114,21 @@ package enum OutboxAnnouncer {
         var account: String?
         var source: String?
         var changes: Changes?
+        /// Of `subscription.refunded` from Stripe only: the charge and what of it was refunded.
+        var refund: Refund?
+
+        /// A refunded Stripe charge, amounts in the currency's minor unit.
+        package struct Refund: Encodable {
+            var charge: String
+            var invoice: String
+            var subscription: String
+            var customer: String
+            var amount: Int64
+            /// All refunded of the charge so far.
+            var amountRefunded: Int64
+            var currency: String
+            var fullyRefunded: Bool
+        }
 
         package init(
             id: String, type: String, created: Int64, user: String, livemode: Bool, account: String?, source: String?,
@@ -113,9 +148,10 @@ package enum OutboxAnnouncer {
             try container.encode(account, forKey: .account)
             try container.encode(source, forKey: .source)
             try container.encode(changes, forKey: .changes)
+            try container.encodeIfPresent(refund, forKey: .refund)
         }
 
-        enum CodingKeys: String, CodingKey { case id, type, created, user, livemode, account, source, changes }
+        enum CodingKeys: String, CodingKey { case id, type, created, user, livemode, account, source, changes, refund }
     }
 
     /// `{header…, "data": data}`.

@@ -40,6 +40,21 @@ public struct OutboxLedger: OutboxStore {
         for touched in users.sorted(by: { ($0.scope.livemode ? 1 : 0, $0.scope.account, $0.user) < ($1.scope.livemode ? 1 : 0, $1.scope.account, $1.user) }) {
             try announce(user: touched.user, scope: touched.scope, policy: policy, now: now, db: db)
         }
+        // A refund is a fact, not a change of view: announced after the views, to the users of
+        // the charge's customer, when the ledger's invoice is a subscription's.
+        guard !policy.endpoints.isEmpty else { return }
+        let invoiceSubscription = try db.cachedStatement(sql: "SELECT subscription FROM invoice WHERE account = ? AND livemode = ? AND id = ?")
+        for refund in touches.refunds {
+            let (account, livemode) = (refund.scope.account, refund.scope.livemode)
+            guard let subscription = try String.fetchOne(invoiceSubscription, arguments: [account, livemode, refund.invoice]),
+                !subscription.isEmpty
+            else { continue }
+            for user in try String.fetchAll(byCustomer, arguments: [account, livemode, refund.customer, account, livemode, refund.customer]).sorted() {
+                let billing = try UserLedger.billing(of: user, in: refund.scope, db: db)
+                let event = OutboxAnnouncer.refunded(refund, subscription: subscription, billing: billing, policy: policy, nowMilliseconds: now)
+                _ = try insert(event, endpoints: policy.endpoints, db: db)
+            }
+        }
     }
 
     static func announce(user: String, scope: ServiceScope, policy: OutboxPolicy, now: Int64, db: Database) throws {

@@ -19,13 +19,33 @@ package struct OutboxTouches: Sendable {
         package var user: String
     }
 
+    /// A refunded charge that paid an invoice, announced as `subscription.refunded` to the users
+    /// of its customer when the ledger's invoice is a subscription's.
+    package struct Refund: Sendable {
+        package var scope: ServiceScope
+        package var charge: Charge
+        package var customer: String
+        package var invoice: String
+    }
+
     package var customers: Set<Customer> = []
     package var purchases: Set<Purchase> = []
     package var users: Set<User> = []
+    /// In the order the transaction applied them.
+    package var refunds: [Refund] = []
 
     package init() {}
 
-    package var isEmpty: Bool { customers.isEmpty && purchases.isEmpty && users.isEmpty }
+    package var isEmpty: Bool { customers.isEmpty && purchases.isEmpty && users.isEmpty && refunds.isEmpty }
+
+    /// A refund of a charge that names its invoice and customer (``InboxApplier`` decodes no other
+    /// as a refund); its customer's users' views are looked at too.
+    package mutating func add(_ charge: Charge, account: String, livemode: Bool) {
+        guard let customer = charge.customer?.id, let invoice = charge.invoice?.id else { return }
+        let scope = ServiceScope(account: account, livemode: livemode)
+        customers.insert(Customer(scope: scope, id: customer))
+        refunds.append(Refund(scope: scope, charge: charge, customer: customer, invoice: invoice))
+    }
 
     /// The users a Stripe snapshot may concern: its customer's (prices, products and payment
     /// methods change no view).

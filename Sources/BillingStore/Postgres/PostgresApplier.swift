@@ -104,7 +104,7 @@ package struct PostgresApplier: EventApplier {
             case .ignored:
                 status = .ignored
                 ingested.pass.ignored += 1
-            case .recordOnly, .snapshot, .appStore:
+            case .recordOnly, .refund, .snapshot, .appStore:
                 let applied = try await applyToLedger(
                     prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode,
                     connection: connection)
@@ -143,7 +143,7 @@ package struct PostgresApplier: EventApplier {
             return try await PostgresAppStoreWriter.apply(
                 delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account), sourceID: eventID,
                 connection: connection, logger: logger)
-        case .recordOnly:
+        case .recordOnly, .refund:
             return .recorded
         case .ignored, .failure:
             return .unchanged
@@ -232,6 +232,11 @@ package struct PostgresApplier: EventApplier {
                 try await PostgresInbox.recordDone(
                     seq: event.seq, status: .applied, effect: .recorded, at: now, connection: connection, logger: logger)
                 result.applied += 1
+            case .refund:
+                try await PostgresInbox.recordDone(
+                    seq: event.seq, status: .applied, effect: .recorded, at: now, connection: connection, logger: logger)
+                result.applied += 1
+                if outbox != nil { InboxApplier.touch(outcome, account: event.account, livemode: event.livemode, into: &touches) }
             case .snapshot, .appStore:
                 do {
                     if isolated { try await connection.query("SAVEPOINT event", logger: logger) }

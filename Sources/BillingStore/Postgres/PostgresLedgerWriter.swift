@@ -86,7 +86,7 @@ enum PostgresObjectLock {
         case .appStore(let delivery):
             guard let original = delivery.originalTransactionID else { return nil }
             return key(appStoreEnvironment: AppStoreLedgerWriter.environment(inboxAccount: account), originalTransactionID: original)
-        case .recordOnly, .ignored, .failure:
+        case .refund, .recordOnly, .ignored, .failure:
             return nil
         }
     }

@@ -31,14 +31,9 @@ struct PostgresOutbox: OutboxStore {
         guard !touches.isEmpty else { return }
         var users = touches.users
         for customer in touches.customers {
-            let (account, livemode) = (customer.scope.account, customer.scope.livemode)
-            let rows = try await connection.prepared(
-                """
-                SELECT appUserID FROM customer WHERE account = \(account) AND livemode = \(livemode) AND id = \(customer.id)
-                    AND appUserID IS NOT NULL AND appUserID <> ''
-                UNION SELECT appUserID FROM userLink WHERE account = \(account) AND livemode = \(livemode) AND customer = \(customer.id)
-                """, logger: logger)
-            for try await user in rows.decode(String.self) { users.insert(.init(scope: customer.scope, user: user)) }
+            for user in try await appUsers(ofCustomer: customer.id, scope: customer.scope, connection: connection, logger: logger) {
+                users.insert(.init(scope: customer.scope, user: user))
+            }
         }
         for purchase in touches.purchases {
             let scope = ServiceScope(livemode: purchase.environment == "Production")
@@ -57,6 +52,42 @@ struct PostgresOutbox: OutboxStore {
         for touched in ordered {
             try await announce(user: touched.user, scope: touched.scope, policy: policy, now: now, connection: connection, logger: logger)
         }
+        // A refund is a fact, not a change of view: announced after the views, to the users of
+        // the charge's customer (whose locks the loop above took), when the ledger's invoice is
+        // a subscription's.
+        guard !policy.endpoints.isEmpty else { return }
+        for refund in touches.refunds {
+            let (account, livemode) = (refund.scope.account, refund.scope.livemode)
+            var subscription: String?
+            for try await row in try await connection.prepared(
+                "SELECT subscription FROM invoice WHERE account = \(account) AND livemode = \(livemode) AND id = \(refund.invoice)",
+                logger: logger)
+            {
+                subscription = try row.decode(String?.self)
+            }
+            guard let subscription, !subscription.isEmpty else { continue }
+            for user in try await appUsers(ofCustomer: refund.customer, scope: refund.scope, connection: connection, logger: logger).sorted() {
+                let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: refund.scope)
+                let event = OutboxAnnouncer.refunded(refund, subscription: subscription, billing: billing, policy: policy, nowMilliseconds: now)
+                _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
+            }
+        }
+    }
+
+    /// The app's users of a Stripe customer: by its metadata, and by Checkout's links.
+    private static func appUsers(ofCustomer customer: String, scope: ServiceScope, connection: PostgresConnection, logger: Logger) async throws -> [String] {
+        let (account, livemode) = (scope.account, scope.livemode)
+        var users: [String] = []
+        for try await row in try await connection.prepared(
+            """
+            SELECT appUserID FROM customer WHERE account = \(account) AND livemode = \(livemode) AND id = \(customer)
+                AND appUserID IS NOT NULL AND appUserID <> ''
+            UNION SELECT appUserID FROM userLink WHERE account = \(account) AND livemode = \(livemode) AND customer = \(customer)
+            """, logger: logger)
+        {
+            users.append(try row.decode(String.self))
+        }
+        return users
     }
 
     /// Announces one user's change. The user's state row is locked first (created when missing),

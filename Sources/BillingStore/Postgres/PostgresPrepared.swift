@@ -76,9 +76,6 @@ final class PreparedNames: Sendable {
     func retire(_ key: String) {
         state.withLock { state in _ = state.names.removeValue(forKey: key) }
     }
-
-    /// How many texts are named now.
-    var count: Int { state.withLock { $0.names.count } }
 }
 
 extension PostgresConnection {
