@@ -123,6 +123,47 @@ struct DaemonTests {
         await fake.stop()
     }
 
+    @Test("The start-up line names the PostgreSQL database without its password when BILLINGD_DATABASE_URL is set, else the SQLite file")
+    func startupNamesTheDatabase() throws {
+        let postgres = try Settings.load(
+            environment: ["BILLINGD_DATABASE_URL": "postgres://billingd:s3cret@db.example.com:5432/ledger?sslmode=require"], configFile: nil)
+        let named = BillingDaemon.startupSummary(
+            postgres, secrets: 1, local: false, catalog: nil, stripe: false, appStore: false, appStoreAPI: [])["database"]
+        #expect(named == "postgres://billingd:***@db.example.com:5432/ledger?sslmode=require")
+        let sqlite = try Settings.load(environment: ["BILLINGD_DATABASE": "/var/lib/billingd/ledger.sqlite3"], configFile: nil)
+        #expect(
+            BillingDaemon.startupSummary(sqlite, secrets: 1, local: false, catalog: nil, stripe: false, appStore: false, appStoreAPI: [])["database"]
+                == "/var/lib/billingd/ledger.sqlite3")
+    }
+
+    @Test("As serve builds it, the daemon closes the store last, once its other services have stopped; what it acknowledged is in the ledger")
+    func closesStoreLast() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let settings = try Settings.load(environment: ["BILLINGD_PORT": "0", "STRIPE_WEBHOOK_SECRET": testSecret], configFile: nil)
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let daemon = try await BillingDaemon(
+            settings: settings, store: ledger.store,
+            options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }, closesStore: true), logger: quiet)
+        let (running, port) = try await start(daemon, ports: ports, listening: listening)
+        let body = SampleEvent.body(
+            type: "customer.created", eventID: "evt_before_close", created: Int64(Date().timeIntervalSince1970),
+            apiVersion: StripeAPIVersion.pinned, livemode: false, account: nil)
+        var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/webhooks/stripe")
+        post.method = .POST
+        for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
+        post.body = .bytes(ByteBuffer(bytes: body))
+        #expect(try await HTTPClient.shared.execute(post, timeout: .seconds(60)).status.code == 200)
+        #expect(try await ledger.store.inbox.count() == 1, "open while the daemon runs")
+
+        await daemon.shutdown()
+        try await running.value
+        await #expect(throws: (any Error).self, "closed once the group has stopped") { try await ledger.store.inbox.count() }
+        let reopened = try TemporaryLedger(reopening: ledger)
+        #expect(try await reopened.store.inbox.list(.init()).map(\.eventID) == ["evt_before_close"])
+        try reopened.database.close()
+    }
+
     @Test("Outside local mode, a daemon without a webhook secret is refused with the setting to set; local mode generates one and keeps it")
     func webhookSecretRequiredOrLocal() async throws {
         let ledger = try TemporaryLedger()

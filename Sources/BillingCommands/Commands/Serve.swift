@@ -30,7 +30,7 @@ struct Serve: AsyncParsableCommand {
         let daemon: BillingDaemon
         do {
             daemon = try await BillingDaemon(
-                settings: settings, store: store, options: .init(local: local, benchmarkRoutes: benchmarkRoutes), logger: logger)
+                settings: settings, store: store, options: .init(local: local, benchmarkRoutes: benchmarkRoutes, closesStore: true), logger: logger)
         } catch {
             try? await store.close()
             switch error {
@@ -41,12 +41,12 @@ struct Serve: AsyncParsableCommand {
             }
         }
         do {
+            // The group closes the store once its other services have stopped.
             try await daemon.run()
         } catch {
             try? await store.close()
             throw error
         }
-        try await store.close()
         logger.notice("billingd stopped cleanly")
     }
 }

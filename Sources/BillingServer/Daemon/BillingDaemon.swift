@@ -27,16 +27,22 @@ public struct BillingDaemon: Sendable {
         public var schedulerInitialDelay: Duration
         /// Called once the server listens, with the port it bound (BILLINGD_PORT=0 takes a free one).
         public var onListening: @Sendable (Int) async -> Void
+        /// The store is the group's first service, so the last to stop: it closes (on PostgreSQL,
+        /// its pool) once every other service has stopped. `serve` sets it; a test that reads the
+        /// ledger after the daemon stopped leaves it off and closes the store itself.
+        public var closesStore: Bool
 
         public init(
             local: Bool = false, benchmarkRoutes: Bool = false, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
-            schedulerInitialDelay: Duration = .seconds(15), onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+            schedulerInitialDelay: Duration = .seconds(15), onListening: @escaping @Sendable (Int) async -> Void = { _ in },
+            closesStore: Bool = false
         ) {
             self.local = local
             self.benchmarkRoutes = benchmarkRoutes
             self.gracefulShutdownSignals = gracefulShutdownSignals
             self.schedulerInitialDelay = schedulerInitialDelay
             self.onListening = onListening
+            self.closesStore = closesStore
         }
     }
 
@@ -217,9 +223,10 @@ public struct BillingDaemon: Sendable {
         }
         // Reverse start order on shutdown: the server stops taking deliveries first, then the
         // usage report stops sending (the calls in flight are recorded), then the scheduler stops
-        // its run at the next page, then the applier finishes its batch; the caller then closes
-        // the store.
+        // its run at the next page, then the applier finishes its batch; the store closes last
+        // (``Options/closesStore``), or the caller closes it.
         services.append(.init(service: application))
+        if options.closesStore { services.insert(.init(service: LedgerStoreService(store: store)), at: 0) }
         self.metrics = metrics
         self.startup = startup
         self.group = ServiceGroup(
@@ -263,7 +270,8 @@ public struct BillingDaemon: Sendable {
         }
         var summary = [
             "address": "http://\(settings.host):\(settings.port)",
-            "database": URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path,
+            // The PostgreSQL URL without its password, else the SQLite file.
+            "database": settings.databaseURL?.redacted ?? URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path,
             "webhook_secrets": local ? "local (generated)" : "\(secrets)",
             "service_api": settings.apiTokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.apiTokens.count) token(s)",
             "plans": catalog.map { "\(settings.plansPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",

@@ -1,0 +1,19 @@
+import BillingStore
+import ServiceLifecycle
+
+/// The ledger store as a service of serve's group, placed first so that it stops last: every
+/// other service (the server's group commits, the applier, the outbox, reconcile) has finished
+/// with it before it closes, and on PostgreSQL postgres-nio's pool then closes its connections.
+///
+/// The store is opened, and its pool started, before the group exists: serve's own set-up (the
+/// local secret, the App Store PKI) and every command read it first. So this service's part is
+/// the store's end; it holds no work of its own.
+struct LedgerStoreService: Service {
+    let store: any LedgerStore
+
+    func run() async throws {
+        // Until the group shuts down gracefully, or is cancelled; then close either way.
+        try? await gracefulShutdown()
+        try await store.close()
+    }
+}
