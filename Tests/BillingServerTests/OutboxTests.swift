@@ -604,8 +604,15 @@ struct OutboxDaemonTests {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(receiver.received.map(\.type) == ["subscription.started", "entitlement.updated"])
-            let metrics = try await transport.perform(HTTPTransportRequest(method: .get, url: "http://127.0.0.1:\(port)/metrics"))
-            let text = String(decoding: metrics.body, as: UTF8.self)
+            // The sender counts a delivery once the receiver's answer is back, a moment after the
+            // receiver recorded it: look again (bounded) until the count has caught up.
+            var text = ""
+            for _ in 0..<250 {
+                let metrics = try await transport.perform(HTTPTransportRequest(method: .get, url: "http://127.0.0.1:\(port)/metrics"))
+                text = String(decoding: metrics.body, as: UTF8.self)
+                if text.contains(#"billingd_outbox_deliveries_total{outcome="delivered"} 2"#) { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
             #expect(text.contains(#"billingd_outbox_deliveries_total{outcome="delivered"} 2"#), "\(text)")
             await daemon.shutdown()
             try await running.value
