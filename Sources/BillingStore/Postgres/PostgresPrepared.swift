@@ -45,11 +45,10 @@ enum PostgresPrepared {
     }
 }
 
-/// Names for statement texts, each with the kinds of values bound to it: a parameter first bound
-/// NULL takes its type from the statement (a column's), a later text or integer from its value,
-/// so the same text with NULLs in other places is another statement. A name whose preparation or
-/// execution failed is retired (the next use prepares a new one), since postgres-nio keeps a
-/// failed preparation's error for its name on that connection.
+/// Names for statement texts. A name whose preparation failed, or whose plan the server can no
+/// longer use, is retired (the next use prepares a new one), since postgres-nio keeps a failed
+/// preparation's error for its name on that connection; an error of the execution itself (a
+/// conflict, a deadlock) leaves the name as it is.
 final class PreparedNames: Sendable {
     let limit: Int
     private struct State {
@@ -60,7 +59,7 @@ final class PreparedNames: Sendable {
 
     init(limit: Int) { self.limit = limit }
 
-    /// The name of a text with its values' kinds; nil once ``limit`` texts are named.
+    /// The name of a text; nil once ``limit`` texts are named.
     func name(for key: String) -> String? {
         state.withLock { state in
             if let name = state.names[key] { return name }
@@ -72,33 +71,57 @@ final class PreparedNames: Sendable {
         }
     }
 
-    /// Gives a text a new name on its next use, on every connection.
-    func retire(_ key: String) {
-        state.withLock { state in _ = state.names.removeValue(forKey: key) }
+    /// Gives a text a new name on its next use, on every connection, unless it was given one
+    /// since `name` (by another connection's failure).
+    func retire(_ key: String, name: String) {
+        state.withLock { state in
+            if state.names[key] == name { state.names.removeValue(forKey: key) }
+        }
+    }
+
+    /// Whether an error of a prepared statement can be its preparation's, or a plan the server
+    /// refuses to run again: a syntax or access rule error (class 42, e.g. a table a migration
+    /// has not created yet), `0A000` (a cached plan whose row type changed), a transaction
+    /// already aborted (`25P02`), or a Parse cancelled or timed out waiting for a lock.
+    static func retires(_ error: PSQLError) -> Bool {
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
+        return state.hasPrefix("42") || ["0A000", "25P02", "57014", "55P03"].contains(state)
     }
 }
 
 extension PostgresConnection {
     /// Runs a statement spelled with `?` placeholders (shared with SQLite), binding `values` in
     /// order, prepared on this connection (see ``PostgresPrepared``): for statements whose text
-    /// comes from a bounded set and names its result columns.
+    /// comes from a bounded set and names its result columns. As for
+    /// ``prepared(_:logger:)``, a value that can be NULL must stand where a column gives its type.
     @discardableResult
     package func run(_ sql: String, _ values: [LedgerValue], logger: Logger) async throws -> PostgresRows {
         var binds = PostgresBindings(capacity: values.count)
         for value in values { binds.append(value) }
-        let text = numberedPlaceholders(sql)
-        var key = String(values.map(\.bindKind))
-        key += "|" + text
-        return try await prepared(text, key: key, binds: binds, logger: logger)
+        return try await prepared(PostgresQuery(unsafeSQL: numberedPlaceholders(sql), binds: binds), logger: logger)
     }
 
     /// Runs a query prepared on this connection; its text must come from a bounded set. The
-    /// prepared types follow the first execution's values, so a value that can be NULL must stand
-    /// where a column gives it its type (a value inserted or assigned, compared with a column):
-    /// the columns' types (`bigint`, `boolean`, `text`, `bytea`) are those Swift's values bind as.
+    /// parameters' types are fixed by the first execution: a parameter bound NULL then takes the
+    /// type the statement gives it, so a value that can be NULL must stand where a column gives
+    /// its type (a value inserted or assigned, compared with a column, a CASE's other branch).
+    /// The columns' types (`bigint`, `boolean`, `text`, `bytea`) are those Swift's values bind
+    /// as, so a later execution binding a value fits.
     @discardableResult
     package func prepared(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRows {
-        try await prepared(query.sql, key: "|" + query.sql, binds: query.binds, logger: logger)
+        let key = query.sql
+        guard let name = PostgresPrepared.names.name(for: key) else {
+            return PostgresRows(try await self.query(query, logger: logger))
+        }
+        do {
+            let rows = try await PostgresPrepared.Statement.$current.withValue(PostgresPrepared.Text(name: name, sql: query.sql)) {
+                try await execute(PostgresPrepared.Statement(bindings: query.binds), logger: logger)
+            }
+            return PostgresRows(rows)
+        } catch let error as PSQLError where PreparedNames.retires(error) {
+            PostgresPrepared.names.retire(key, name: name)
+            throw error
+        }
     }
 
     /// Runs a statement spelled with `?` placeholders once, unprepared: for one-off statements
@@ -108,21 +131,6 @@ extension PostgresConnection {
         var binds = PostgresBindings(capacity: values.count)
         for value in values { binds.append(value) }
         return PostgresRows(try await query(PostgresQuery(unsafeSQL: numberedPlaceholders(sql), binds: binds), logger: logger))
-    }
-
-    private func prepared(_ sql: String, key: String, binds: PostgresBindings, logger: Logger) async throws -> PostgresRows {
-        guard let name = PostgresPrepared.names.name(for: key) else {
-            return PostgresRows(try await query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger))
-        }
-        do {
-            let rows = try await PostgresPrepared.Statement.$current.withValue(PostgresPrepared.Text(name: name, sql: sql)) {
-                try await execute(PostgresPrepared.Statement(bindings: binds), logger: logger)
-            }
-            return PostgresRows(rows)
-        } catch let error as PSQLError where error.code == .server {
-            PostgresPrepared.names.retire(key)
-            throw error
-        }
     }
 }
 
@@ -136,18 +144,5 @@ package struct PostgresRows: AsyncSequence, Sendable {
 
     package func makeAsyncIterator() -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow>.AsyncIterator {
         rows.makeAsyncIterator()
-    }
-}
-
-extension LedgerValue {
-    /// The kind of value bound, one character for a prepared statement's key.
-    var bindKind: Character {
-        switch self {
-        case .null: "n"
-        case .integer: "i"
-        case .boolean: "b"
-        case .text: "t"
-        case .blob: "x"
-        }
     }
 }

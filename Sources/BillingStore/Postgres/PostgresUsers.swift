@@ -28,14 +28,14 @@ struct PostgresUsers: UserLedgerStore {
             if let startingAfter {
                 try await reader.forEachRow(
                     UserLedger.invoiceCursorSQL(customers: customers.count),
-                    UserLedger.invoiceCursorArguments(startingAfter, of: customers, in: scope)
+                    UserLedger.invoiceCursorArguments(startingAfter, of: customers, in: scope), once: true
                 ) { row in cursor = (row.int64(0) ?? 0, startingAfter) }
                 guard cursor != nil else { throw UserLedgerError.unknownInvoice(startingAfter) }
             }
             var invoices: [UserInvoice] = []
             try await reader.forEachRow(
                 UserLedger.invoicesSQL(customers: customers.count, paged: cursor != nil),
-                UserLedger.invoicesArguments(of: customers, in: scope, limit: limit, after: cursor)
+                UserLedger.invoicesArguments(of: customers, in: scope, limit: limit, after: cursor), once: true
             ) { row in invoices.append(UserLedger.invoice(from: row)) }
             return UserInvoicePage(invoices: invoices, limit: limit)
         }
@@ -82,9 +82,11 @@ struct PostgresUsers: UserLedgerStore {
         let connection: PostgresConnection
         let logger: Logger
 
-        /// Runs a statement spelled with `?` placeholders and hands each row to `body`.
-        func forEachRow(_ sql: String, _ values: [LedgerValue], _ body: (PostgresRowValues) throws -> Void) async throws {
-            for try await row in try await connection.run(sql, values, logger: logger) {
+        /// Runs a statement spelled with `?` placeholders and hands each row to `body`; prepared
+        /// unless `once` (a text with one placeholder per customer is not from a bounded set).
+        func forEachRow(_ sql: String, _ values: [LedgerValue], once: Bool = false, _ body: (PostgresRowValues) throws -> Void) async throws {
+            let rows = once ? try await connection.runOnce(sql, values, logger: logger) : try await connection.run(sql, values, logger: logger)
+            for try await row in rows {
                 try body(PostgresRowValues(values: try row.map(LedgerValue.init)))
             }
         }
