@@ -41,12 +41,14 @@ struct Serve: AsyncParsableCommand {
             }
         }
         do {
-            // The group closes the store once its other services have stopped.
+            // A graceful stop closes the store in the group, once its other services have
+            // stopped; a failed group leaves it to this close (a second close does nothing).
             try await daemon.run()
         } catch {
             try? await store.close()
             throw error
         }
+        try await store.close()
         logger.notice("billingd stopped cleanly")
     }
 }

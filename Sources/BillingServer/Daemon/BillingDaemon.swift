@@ -27,9 +27,10 @@ public struct BillingDaemon: Sendable {
         public var schedulerInitialDelay: Duration
         /// Called once the server listens, with the port it bound (BILLINGD_PORT=0 takes a free one).
         public var onListening: @Sendable (Int) async -> Void
-        /// The store is the group's first service, so the last to stop: it closes (on PostgreSQL,
-        /// its pool) once every other service has stopped. `serve` sets it; a test that reads the
-        /// ledger after the daemon stopped leaves it off and closes the store itself.
+        /// The store is the group's first service, so the last to stop: after a graceful shutdown
+        /// it closes (on PostgreSQL, its pool) once every other service has stopped; a group that
+        /// failed leaves it to the caller. `serve` sets it; a test that reads the ledger after the
+        /// daemon stopped leaves it off and closes the store itself.
         public var closesStore: Bool
 
         public init(

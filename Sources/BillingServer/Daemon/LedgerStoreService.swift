@@ -12,8 +12,10 @@ struct LedgerStoreService: Service {
     let store: any LedgerStore
 
     func run() async throws {
-        // Until the group shuts down gracefully, or is cancelled; then close either way.
-        try? await gracefulShutdown()
+        // Until the group shuts down gracefully: every other service has stopped by then. A
+        // cancelled group (a service failed) leaves the store open, since the others may still
+        // be unwinding: serve closes it once the group has returned.
+        do { try await gracefulShutdown() } catch { return }
         try await store.close()
     }
 }

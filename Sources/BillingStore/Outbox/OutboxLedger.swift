@@ -22,11 +22,12 @@ public struct OutboxLedger: OutboxStore {
             SELECT appUserID FROM customer WHERE account = ? AND livemode = ? AND id = ? AND appUserID IS NOT NULL AND appUserID <> ''
             UNION SELECT appUserID FROM userLink WHERE account = ? AND livemode = ? AND customer = ?
             """)
+        var usersOfCustomer: [OutboxTouches.Customer: [String]] = [:]
         for customer in touches.customers {
             let (account, livemode) = (customer.scope.account, customer.scope.livemode)
-            for user in try String.fetchAll(byCustomer, arguments: [account, livemode, customer.id, account, livemode, customer.id]) {
-                users.insert(.init(scope: customer.scope, user: user))
-            }
+            let found = try String.fetchAll(byCustomer, arguments: [account, livemode, customer.id, account, livemode, customer.id])
+            usersOfCustomer[customer] = found
+            for user in found { users.insert(.init(scope: customer.scope, user: user)) }
         }
         let byPurchase = try db.cachedStatement(
             sql: "SELECT appUserID FROM appStoreOwner WHERE environment = ? AND originalTransactionID = ?")
@@ -41,7 +42,7 @@ public struct OutboxLedger: OutboxStore {
             try announce(user: touched.user, scope: touched.scope, policy: policy, now: now, db: db)
         }
         // A refund is a fact, not a change of view: announced after the views, to the users of
-        // the charge's customer, when the ledger's invoice is a subscription's.
+        // the charge's customer as found above, when the ledger's invoice is a subscription's.
         guard !policy.endpoints.isEmpty else { return }
         let invoiceSubscription = try db.cachedStatement(sql: "SELECT subscription FROM invoice WHERE account = ? AND livemode = ? AND id = ?")
         for refund in touches.refunds {
@@ -49,7 +50,7 @@ public struct OutboxLedger: OutboxStore {
             guard let subscription = try String.fetchOne(invoiceSubscription, arguments: [account, livemode, refund.invoice]),
                 !subscription.isEmpty
             else { continue }
-            for user in try String.fetchAll(byCustomer, arguments: [account, livemode, refund.customer, account, livemode, refund.customer]).sorted() {
+            for user in (usersOfCustomer[OutboxTouches.Customer(scope: refund.scope, id: refund.customer)] ?? []).sorted() {
                 let billing = try UserLedger.billing(of: user, in: refund.scope, db: db)
                 let event = OutboxAnnouncer.refunded(refund, subscription: subscription, billing: billing, policy: policy, nowMilliseconds: now)
                 _ = try insert(event, endpoints: policy.endpoints, db: db)

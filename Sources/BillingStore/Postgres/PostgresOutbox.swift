@@ -30,10 +30,11 @@ struct PostgresOutbox: OutboxStore {
     ) async throws {
         guard !touches.isEmpty else { return }
         var users = touches.users
+        var usersOfCustomer: [OutboxTouches.Customer: [String]] = [:]
         for customer in touches.customers {
-            for user in try await appUsers(ofCustomer: customer.id, scope: customer.scope, connection: connection, logger: logger) {
-                users.insert(.init(scope: customer.scope, user: user))
-            }
+            let found = try await appUsers(ofCustomer: customer.id, scope: customer.scope, connection: connection, logger: logger)
+            usersOfCustomer[customer] = found
+            for user in found { users.insert(.init(scope: customer.scope, user: user)) }
         }
         for purchase in touches.purchases {
             let scope = ServiceScope(livemode: purchase.environment == "Production")
@@ -53,8 +54,8 @@ struct PostgresOutbox: OutboxStore {
             try await announce(user: touched.user, scope: touched.scope, policy: policy, now: now, connection: connection, logger: logger)
         }
         // A refund is a fact, not a change of view: announced after the views, to the users of
-        // the charge's customer (whose locks the loop above took), when the ledger's invoice is
-        // a subscription's.
+        // the charge's customer as found above (whose locks the loop took; a link committed
+        // since is not read again), when the ledger's invoice is a subscription's.
         guard !policy.endpoints.isEmpty else { return }
         for refund in touches.refunds {
             let (account, livemode) = (refund.scope.account, refund.scope.livemode)
@@ -66,7 +67,7 @@ struct PostgresOutbox: OutboxStore {
                 subscription = try row.decode(String?.self)
             }
             guard let subscription, !subscription.isEmpty else { continue }
-            for user in try await appUsers(ofCustomer: refund.customer, scope: refund.scope, connection: connection, logger: logger).sorted() {
+            for user in (usersOfCustomer[OutboxTouches.Customer(scope: refund.scope, id: refund.customer)] ?? []).sorted() {
                 let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: refund.scope)
                 let event = OutboxAnnouncer.refunded(refund, subscription: subscription, billing: billing, policy: policy, nowMilliseconds: now)
                 _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
