@@ -55,6 +55,20 @@ struct DaemonTests {
         return (daemon, running, port)
     }
 
+    /// A signed `customer.created` as Stripe sends it, expected to be acknowledged; its body.
+    @discardableResult
+    func deliverCustomerCreated(_ eventID: String, to base: String) async throws -> [UInt8] {
+        let body = SampleEvent.body(
+            type: "customer.created", eventID: eventID, created: Int64(Date().timeIntervalSince1970),
+            apiVersion: StripeAPIVersion.pinned, livemode: false, account: nil)
+        var post = HTTPClientRequest(url: "\(base)/webhooks/stripe")
+        post.method = .POST
+        for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
+        post.body = .bytes(ByteBuffer(bytes: body))
+        #expect(try await HTTPClient.shared.execute(post, timeout: .seconds(60)).status.code == 200)
+        return body
+    }
+
     func get(_ url: String, token: String? = nil, timeout: TimeAmount = .seconds(60)) async throws -> (status: UInt, json: [String: Any]) {
         var request = HTTPClientRequest(url: url)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -91,15 +105,7 @@ struct DaemonTests {
 
         // A live delivery Stripe sends (of a customer the fake does not hold, so the sweep cannot
         // store it first): acknowledged once stored and applied in the same commit.
-        let body = SampleEvent.body(
-            type: "customer.created", eventID: "evt_daemon_live", created: Int64(Date().timeIntervalSince1970),
-            apiVersion: StripeAPIVersion.pinned, livemode: false, account: nil)
-        var post = HTTPClientRequest(url: "\(base)/webhooks/stripe")
-        post.method = .POST
-        for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
-        post.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await HTTPClient.shared.execute(post, timeout: .seconds(60))
-        #expect(response.status.code == 200)
+        let body = try await deliverCustomerCreated("evt_daemon_live", to: base)
         let stored = try await ledger.store.inbox.list(.init(eventID: try EventEnvelope(decoding: body).id))
         #expect(stored.map(\.status) == [.applied])
 
@@ -146,14 +152,7 @@ struct DaemonTests {
             settings: settings, store: ledger.store,
             options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }, closesStore: true), logger: quiet)
         let (running, port) = try await start(daemon, ports: ports, listening: listening)
-        let body = SampleEvent.body(
-            type: "customer.created", eventID: "evt_before_close", created: Int64(Date().timeIntervalSince1970),
-            apiVersion: StripeAPIVersion.pinned, livemode: false, account: nil)
-        var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/webhooks/stripe")
-        post.method = .POST
-        for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
-        post.body = .bytes(ByteBuffer(bytes: body))
-        #expect(try await HTTPClient.shared.execute(post, timeout: .seconds(60)).status.code == 200)
+        try await deliverCustomerCreated("evt_before_close", to: "http://127.0.0.1:\(port)")
         #expect(try await ledger.store.inbox.count() == 1, "open while the daemon runs")
 
         await daemon.shutdown()
