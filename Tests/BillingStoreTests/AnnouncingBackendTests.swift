@@ -174,6 +174,42 @@ struct AnnouncingBackendTests {
         return queued
     }
 
+    /// Two endpoints, one disabled with a backlog: what `due` hands out, and the oldest waiting.
+    func endpointsScenario(_ backend: StoreBackend) async throws -> [String] {
+        var seen: [String] = []
+        try await withLedger(backend) { ledger in
+            let outbox = ledger.store.outbox
+            let (gone, live) = ("https://gone.example.com/hooks", "https://live.example.com/hooks")
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            for n in 1...6 {
+                _ = try await outbox.enqueue(
+                    OutboxDraft(id: "msg_\(n)", type: "test", scope: .test, user: "user_\(n % 3)", createdAt: now - 1000 + Int64(n),
+                        payload: Array("{}".utf8)),
+                    endpoints: [gone, live], now: now)
+            }
+            try await outbox.disableEndpoint(gone, at: now, reason: "410 Gone")
+            let onlyLive = try await outbox.due(now: now, limit: 100)
+            seen.append("disabled: " + onlyLive.map { "\($0.event.id)@\($0.endpoint.prefix(12))" }.joined(separator: " "))
+            #expect(try await outbox.depth().oldestUndeliveredAt == now - 999, "the first event queued is the oldest waiting")
+            try await outbox.record(onlyLive.map { OutboxAttempt(seq: $0.seq, outcome: .delivered, at: now) })
+            #expect(try await outbox.enableEndpoint(gone))
+            let shared = try await outbox.due(now: now, limit: 4)
+            seen.append("shares of 4: " + shared.map { "\($0.event.id)@\($0.endpoint.prefix(12))" }.joined(separator: " "))
+        }
+        return seen
+    }
+
+    @Test("A disabled endpoint's backlog holds back no other endpoint, and each endpoint gets its share of a pass, on SQLite and PostgreSQL")
+    func endpointsOnBoth() async throws {
+        let sqlite = try await endpointsScenario(.sqlite)
+        #expect(sqlite == [
+            "disabled: msg_1@https://live msg_2@https://live msg_3@https://live",
+            "shares of 4: msg_1@https://gone msg_2@https://gone msg_4@https://live msg_5@https://live",
+        ], "one event per user (users 1, 2, 0), the oldest first")
+        let postgres = try await endpointsScenario(.postgres)
+        #expect(postgres == sqlite)
+    }
+
     @Test("A refund of a Stripe subscription's payment is announced once, after the views, with the refund, on SQLite and PostgreSQL")
     func stripeRefundOnBoth() async throws {
         let sqlite = try await refundScenario(.sqlite)

@@ -91,7 +91,7 @@ public struct AppStoreController: Sendable {
         router.get("users/:user/appstore/account-token") { request, context in
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
             let token = try await ledger.accountToken(for: user.user)
-            var json = UserJSONWriter()
+            var json = JSONBytesWriter()
             json.beginObject()
             json.field("user", user.user)
             json.field("app_account_token", token)

@@ -15,7 +15,7 @@ extension OutboxPolicy {
             bytes.append(UInt8(ascii: "}"))
             return bytes
         }, now: now, renderUsage: { state in
-            var json = UserJSONWriter()
+            var json = JSONBytesWriter()
             json.beginObject()
             json.key("usage")
             json.beginObject()

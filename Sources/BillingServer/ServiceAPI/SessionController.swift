@@ -65,7 +65,7 @@ public struct SessionController: Sendable {
             try await run { actions in
                 let input = try await portalInput(request)
                 let session = try await actions.portal(input, logger: context.logger)
-                var json = UserJSONWriter(capacity: 256)
+                var json = JSONBytesWriter(capacity: 256)
                 json.beginObject()
                 json.field("id", session.id)
                 json.field("url", session.url)
@@ -142,7 +142,7 @@ public struct SessionController: Sendable {
     }
 
     static func checkoutResponse(_ session: BillingActions.CheckoutSessionResult, input: CheckoutInput) -> Response {
-        var json = UserJSONWriter(capacity: 512)
+        var json = JSONBytesWriter(capacity: 512)
         json.beginObject()
         json.field("id", session.id)
         json.field("url", session.url)

@@ -13,7 +13,7 @@ enum UserJSONResponse {
             body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
-    static func scope(_ scope: ServiceScope, user: String, into json: inout UserJSONWriter) {
+    static func scope(_ scope: ServiceScope, user: String, into json: inout JSONBytesWriter) {
         json.field("user", user)
         json.field("livemode", scope.livemode)
         json.field("account", scope.account.isEmpty ? nil : scope.account)
@@ -45,9 +45,9 @@ public struct SubscriptionView: Sendable {
     }
 
     /// The JSON object with more members, written before it closes (restore's counts).
-    func jsonBytes(extra: (inout UserJSONWriter) -> Void) -> [UInt8] {
+    func jsonBytes(extra: (inout JSONBytesWriter) -> Void) -> [UInt8] {
         let resolution = resolution
-        var json = UserJSONWriter()
+        var json = JSONBytesWriter()
         json.beginObject()
         UserJSONResponse.scope(scope, user: user, into: &json)
         json.field("subscribed", resolution.entitled)
@@ -67,7 +67,7 @@ public struct SubscriptionView: Sendable {
         return json.bytes
     }
 
-    private static func stripe(_ resolution: PlanResolution, into json: inout UserJSONWriter) {
+    private static func stripe(_ resolution: PlanResolution, into json: inout JSONBytesWriter) {
         let subscription = resolution.subscription
         let item = resolution.item
         json.field("status", subscription?.status.rawValue)
@@ -102,7 +102,7 @@ public struct SubscriptionView: Sendable {
 
     /// An App Store purchase: its status by date, its product, and Apple's renewal state.
     private static func appStore(
-        _ record: AppStoreSubscriptionRecord, status: AppStoreStatus?, resolution: PlanResolution, into json: inout UserJSONWriter
+        _ record: AppStoreSubscriptionRecord, status: AppStoreStatus?, resolution: PlanResolution, into json: inout JSONBytesWriter
     ) {
         let status = status ?? .expired
         json.field("status", status.rawValue)
@@ -152,7 +152,7 @@ public struct EntitlementsView: Sendable {
 
     public func jsonBytes() -> [UInt8] {
         let resolution = resolution
-        var json = UserJSONWriter()
+        var json = JSONBytesWriter()
         json.beginObject()
         UserJSONResponse.scope(scope, user: user, into: &json)
         json.field("plan", resolution.plan)
@@ -208,7 +208,7 @@ public struct InvoiceListView: Sendable {
     }
 
     public func jsonBytes() -> [UInt8] {
-        var json = UserJSONWriter(capacity: 1024 + page.invoices.count * 1024)
+        var json = JSONBytesWriter(capacity: 1024 + page.invoices.count * 1024)
         json.beginObject()
         json.field("object", "list")
         UserJSONResponse.scope(scope, user: user, into: &json)
@@ -267,7 +267,7 @@ public struct PaymentMethodListView: Sendable {
     }
 
     public func jsonBytes() -> [UInt8] {
-        var json = UserJSONWriter()
+        var json = JSONBytesWriter()
         json.beginObject()
         json.field("object", "list")
         UserJSONResponse.scope(scope, user: user, into: &json)

@@ -82,7 +82,7 @@ public struct UsageController: Sendable {
             let user = try UserRequest(request, context: context, scope: configuration.scope)
             let now = now
             let states = try await states(of: user.user, in: user.scope, resolution: try await resolve(user.user, user.scope, now), now: now)
-            var json = UserJSONWriter()
+            var json = JSONBytesWriter()
             json.beginObject()
             UserJSONResponse.scope(user.scope, user: user.user, into: &json)
             UsageJSON.meters(states, into: &json)
@@ -112,7 +112,7 @@ public struct UsageController: Sendable {
                 for try await (index, outcome) in group { outcomes[index] = outcome }
                 return outcomes.map { $0! }
             }
-            var json = UserJSONWriter()
+            var json = JSONBytesWriter()
             json.beginObject()
             json.field("livemode", scope.livemode)
             json.field("account", scope.account.isEmpty ? nil : scope.account)
@@ -217,7 +217,7 @@ public struct UsageController: Sendable {
 
 /// The JSON of meter states.
 enum UsageJSON {
-    static func state(_ state: UsageMeterState, into json: inout UserJSONWriter) {
+    static func state(_ state: UsageMeterState, into json: inout JSONBytesWriter) {
         json.field("meter", state.meter.id)
         json.field("kind", state.meter.kind.rawValue)
         json.field("used", state.used)
@@ -231,7 +231,7 @@ enum UsageJSON {
     }
 
     /// `"meters": [...]`.
-    static func meters(_ states: [UsageMeterState], into json: inout UserJSONWriter) {
+    static func meters(_ states: [UsageMeterState], into json: inout JSONBytesWriter) {
         json.key("meters")
         json.beginArray()
         for meter in states {
@@ -244,7 +244,7 @@ enum UsageJSON {
 
     /// A write's answer: the meter's state and whether the key was seen before.
     static func response(_ outcome: UsageOutcome, user: String, scope: ServiceScope) -> Response {
-        var json = UserJSONWriter()
+        var json = JSONBytesWriter()
         json.beginObject()
         UserJSONResponse.scope(scope, user: user, into: &json)
         state(outcome.state, into: &json)
@@ -256,7 +256,7 @@ enum UsageJSON {
     /// 402: the consume does not fit under a hard limit. Says what is used, the limit, when the
     /// period resets, and the cheapest tier that would allow it.
     static func limitExceeded(_ state: UsageMeterState, requested: Int64, upgrade: PlanTier?) -> Response {
-        var json = UserJSONWriter()
+        var json = JSONBytesWriter()
         json.beginObject()
         json.key("error")
         json.beginObject()

@@ -10,6 +10,8 @@ package enum OutboxAnnouncer {
     package struct Announcement {
         /// The view's state to keep.
         package var state: UserAccessState
+        /// That state as the text to keep (``encode(_:)``).
+        package var text: String
         /// Whether it differs from the last announced state (else there is nothing to write but
         /// ``reviewAt``).
         package var changed: Bool
@@ -21,20 +23,29 @@ package enum OutboxAnnouncer {
         package var reviewAt: Int64?
     }
 
-    /// Resolves the user's view at the policy's time and diffs it with `previous`.
+    /// Resolves the user's view at the policy's time and diffs it with the state last announced
+    /// (`kept`, as ``encode(_:)`` wrote it). An unchanged view is found by comparing the text,
+    /// without decoding what was kept.
     package static func announce(
-        billing: UserBilling, previous: UserAccessState?, policy: OutboxPolicy, nowMilliseconds: Int64
+        billing: UserBilling, kept: String?, policy: OutboxPolicy, nowMilliseconds: Int64
     ) -> Announcement {
         let now = policy.now()
         let resolution = billing.resolve(policy.catalog, now: now)
         let state = UserAccessState(resolution)
+        let text = encode(state)
         let reviewAt = reviewTime(resolution, now: now)
-        guard state != previous else { return Announcement(state: state, changed: false, events: [], reviewAt: reviewAt) }
+        let unchanged = Announcement(state: state, text: text, changed: false, events: [], reviewAt: reviewAt)
+        if kept == text { return unchanged }
+        // Kept in an earlier form of the text (key order, absent nils), or changed.
+        let previous = kept.flatMap(decode)
+        guard state != previous else { return unchanged }
         let types = OutboundEventRules.events(from: previous, to: state)
-        guard !types.isEmpty, !policy.endpoints.isEmpty else { return Announcement(state: state, changed: true, events: [], reviewAt: reviewAt) }
+        let changed = Announcement(state: state, text: text, changed: true, events: [], reviewAt: reviewAt)
+        guard !types.isEmpty, !policy.endpoints.isEmpty else { return changed }
         let data = policy.render(billing, resolution)
         let fields = state.changedFields(from: previous ?? UserAccessState())
-        let events = types.map { type in
+        var announcement = changed
+        announcement.events = types.map { type in
             let id = newEventID()
             let header = PayloadHeader(
                 id: id, type: type.rawValue, created: nowMilliseconds / 1000, user: billing.user,
@@ -44,7 +55,7 @@ package enum OutboxAnnouncer {
                 id: id, type: type.rawValue, scope: billing.scope, user: billing.user, createdAt: nowMilliseconds,
                 payload: payload(header, data: data))
         }
-        return Announcement(state: state, changed: true, events: events, reviewAt: reviewAt)
+        return announcement
     }
 
     /// When the view resolved at `now` (Unix seconds) may change by time alone, in Unix ms. Time
@@ -92,18 +103,10 @@ package enum OutboxAnnouncer {
     }
 
     /// The fields of a payload before `data`.
-    package struct PayloadHeader: Encodable {
-        package struct Changes: Encodable {
+    package struct PayloadHeader {
+        package struct Changes {
             var fields: [String]
             var previous: UserAccessState?
-
-            package func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(fields, forKey: .fields)
-                try container.encode(previous, forKey: .previous)
-            }
-
-            enum CodingKeys: String, CodingKey { case fields, previous }
         }
 
         var id: String
@@ -118,7 +121,7 @@ package enum OutboxAnnouncer {
         var refund: Refund?
 
         /// A refunded Stripe charge, amounts in the currency's minor unit.
-        package struct Refund: Encodable {
+        package struct Refund {
             var charge: String
             var invoice: String
             var subscription: String
@@ -138,47 +141,115 @@ package enum OutboxAnnouncer {
             (self.account, self.source, self.changes) = (account, source, changes)
         }
 
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(id, forKey: .id)
-            try container.encode(type, forKey: .type)
-            try container.encode(created, forKey: .created)
-            try container.encode(user, forKey: .user)
-            try container.encode(livemode, forKey: .livemode)
-            try container.encode(account, forKey: .account)
-            try container.encode(source, forKey: .source)
-            try container.encode(changes, forKey: .changes)
-            try container.encodeIfPresent(refund, forKey: .refund)
+        /// Its fields, in the README's order, into the payload's object.
+        func write(into json: inout JSONBytesWriter) {
+            json.field("id", id)
+            json.field("type", type)
+            json.field("created", created)
+            json.field("user", user)
+            json.field("livemode", livemode)
+            json.field("account", account)
+            json.field("source", source)
+            json.key("changes")
+            if let changes {
+                json.beginObject()
+                json.strings("fields", changes.fields)
+                json.key("previous")
+                if let previous = changes.previous { OutboxAnnouncer.write(previous, keys: .payload, into: &json) } else { json.null() }
+                json.endObject()
+            } else {
+                json.null()
+            }
+            if let refund {
+                json.key("refund")
+                json.beginObject()
+                json.field("charge", refund.charge)
+                json.field("invoice", refund.invoice)
+                json.field("subscription", refund.subscription)
+                json.field("customer", refund.customer)
+                json.field("amount", refund.amount)
+                json.field("amount_refunded", refund.amountRefunded)
+                json.field("currency", refund.currency)
+                json.field("fully_refunded", refund.fullyRefunded)
+                json.endObject()
+            }
         }
-
-        enum CodingKeys: String, CodingKey { case id, type, created, user, livemode, account, source, changes, refund }
     }
 
     /// `{header…, "data": data}`.
     package static func payload(_ header: PayloadHeader, data: [UInt8]) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        var bytes = Array((try? encoder.encode(header)) ?? Data("{}".utf8))
-        bytes.removeLast()
-        bytes.append(contentsOf: Array(#","data":"#.utf8))
-        bytes.append(contentsOf: data.isEmpty ? Array("null".utf8) : data)
-        bytes.append(UInt8(ascii: "}"))
-        return bytes
+        var json = JSONBytesWriter(capacity: 512 + data.count)
+        json.beginObject()
+        header.write(into: &json)
+        json.key("data")
+        json.json(data)
+        json.endObject()
+        return json.bytes
     }
+
+    /// How a state's keys are spelled: the payload's `changes.previous` in snake case, the kept
+    /// text as ``UserAccessState``'s own coding keys (so that `Codable` reads it back).
+    enum StateKeys {
+        case payload, kept
+
+        var names: [String] {
+            switch self {
+            case .payload:
+                ["plan", "entitled", "why", "source", "subscription_id", "status", "price", "period_end", "cancel_scheduled",
+                 "billing_issue", "revoked", "features", "limits"]
+            case .kept:
+                ["plan", "entitled", "why", "source", "subscriptionID", "status", "price", "periodEnd", "cancelScheduled",
+                 "billingIssue", "revoked", "features", "limits"]
+            }
+        }
+    }
+
+    /// Every field of `state`, nil ones as `null`, limits by key: one state, one text.
+    static func write(_ state: UserAccessState, keys: StateKeys, into json: inout JSONBytesWriter) {
+        let names = keys.names
+        json.beginObject()
+        json.field(names[0], state.plan)
+        json.field(names[1], state.entitled)
+        json.field(names[2], state.why)
+        json.field(names[3], state.source)
+        json.field(names[4], state.subscriptionID)
+        json.field(names[5], state.status)
+        json.field(names[6], state.price)
+        json.field(names[7], state.periodEnd)
+        json.field(names[8], state.cancelScheduled)
+        json.field(names[9], state.billingIssue)
+        json.field(names[10], state.revoked)
+        json.strings(names[11], state.features)
+        json.stringMap(names[12], state.limits)
+        json.endObject()
+    }
+
+    private static let eventIDAlphabet: [UInt8] = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
 
     /// A new `webhook-id`: `msg_` and 26 random base-32 characters.
     package static func newEventID() -> String {
-        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz")
+        // 26 × 5 = 130 random bits from three draws (one system call each), not one per character.
         var generator = SystemRandomNumberGenerator()
-        return "msg_" + String((0..<26).map { _ in alphabet[Int(generator.next() % 32)] })
+        var words = (generator.next() as UInt64, generator.next() as UInt64, generator.next() as UInt64)
+        var id: [UInt8] = Array("msg_".utf8)
+        id.reserveCapacity(30)
+        for index in 0..<26 {
+            let digit: UInt64
+            switch index {
+            case 0..<12: digit = words.0 & 31; words.0 >>= 5
+            case 12..<24: digit = words.1 & 31; words.1 >>= 5
+            default: digit = words.2 & 31; words.2 >>= 5
+            }
+            id.append(eventIDAlphabet[Int(digit)])
+        }
+        return String(decoding: id, as: UTF8.self)
     }
 
     /// The state kept as text.
     package static func encode(_ state: UserAccessState) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: (try? encoder.encode(state)) ?? Data(), as: UTF8.self)
+        var json = JSONBytesWriter(capacity: 384)
+        write(state, keys: .kept, into: &json)
+        return String(decoding: json.bytes, as: UTF8.self)
     }
 
     /// A kept state read back; nil for text that is not one (it is then announced again).

@@ -63,15 +63,14 @@ public struct OutboxLedger: OutboxStore {
         let kept = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT state, reviewAt FROM outboxUserState WHERE account = ? AND livemode = ? AND user = ?"),
             arguments: key)
-        let previous = (kept?[0] as String?).flatMap(OutboxAnnouncer.decode)
         let billing = try UserLedger.billing(of: user, in: scope, db: db)
-        let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
+        let announced = OutboxAnnouncer.announce(billing: billing, kept: kept?[0], policy: policy, nowMilliseconds: now)
         if announced.changed {
             try db.cachedStatement(sql: """
                 INSERT INTO outboxUserState (account, livemode, user, state, updatedAt, reviewAt) VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (account, livemode, user) DO UPDATE
                     SET state = excluded.state, updatedAt = excluded.updatedAt, reviewAt = excluded.reviewAt
-                """).execute(arguments: key + [OutboxAnnouncer.encode(announced.state), now, announced.reviewAt])
+                """).execute(arguments: key + [announced.text, now, announced.reviewAt])
         } else if let kept, (kept[1] as Int64?) != announced.reviewAt {
             try db.cachedStatement(sql: "UPDATE outboxUserState SET reviewAt = ? WHERE account = ? AND livemode = ? AND user = ?")
                 .execute(arguments: [announced.reviewAt] + key)
@@ -152,21 +151,38 @@ public struct OutboxLedger: OutboxStore {
             lastError: row[12], deliveredAt: row[13])
     }
 
+    /// The endpoints with events waiting that are not disabled: a skip over `outboxEvent_due`,
+    /// one index lookup per endpoint however long its backlog.
+    static let sendableEndpoints = """
+        WITH RECURSIVE waiting(url) AS (
+            SELECT MIN(endpoint) FROM outboxEvent INDEXED BY outboxEvent_due WHERE status IN ('pending', 'failed')
+            UNION ALL
+            SELECT (SELECT MIN(endpoint) FROM outboxEvent INDEXED BY outboxEvent_due
+                    WHERE status IN ('pending', 'failed') AND endpoint > waiting.url)
+            FROM waiting WHERE waiting.url IS NOT NULL)
+        SELECT url FROM waiting WHERE url IS NOT NULL AND url NOT IN (SELECT url FROM outboxEndpoint)
+        """
+
     public func due(now: Int64, limit: Int) async throws -> [OutboxMessage] {
         try await database.writer.read { db in
-            try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT \(Self.columns) FROM outboxEvent e
-                    WHERE e.status IN ('pending', 'failed') AND e.nextAttemptAt <= ?
-                        AND NOT EXISTS (
-                            SELECT 1 FROM outboxEvent f
-                            WHERE f.endpoint = e.endpoint AND f.userKey = e.userKey AND f.status IN ('pending', 'failed') AND f.seq < e.seq)
-                        AND NOT EXISTS (SELECT 1 FROM outboxEndpoint d WHERE d.url = e.endpoint)
-                    ORDER BY e.nextAttemptAt, e.seq
-                    LIMIT ?
-                    """),
-                arguments: [now, limit]
-            ).map(Self.message)
+            let endpoints = try String.fetchAll(db.cachedStatement(sql: Self.sendableEndpoints))
+            guard !endpoints.isEmpty else { return [] }
+            // Each endpoint its share of the pass; each user's oldest waiting event only.
+            let share = max(1, limit / endpoints.count)
+            let statement = try db.cachedStatement(sql: """
+                SELECT \(Self.columns) FROM outboxEvent e INDEXED BY outboxEvent_due
+                WHERE e.endpoint = ? AND e.status IN ('pending', 'failed') AND e.nextAttemptAt <= ?
+                    AND NOT EXISTS (
+                        SELECT 1 FROM outboxEvent f
+                        WHERE f.endpoint = e.endpoint AND f.userKey = e.userKey AND f.status IN ('pending', 'failed') AND f.seq < e.seq)
+                ORDER BY e.nextAttemptAt, e.seq
+                LIMIT ?
+                """)
+            var due: [OutboxMessage] = []
+            for endpoint in endpoints {
+                due += try Row.fetchAll(statement, arguments: [endpoint, now, share]).map(Self.message)
+            }
+            return due.sorted { ($0.nextAttemptAt ?? 0, $0.seq) < ($1.nextAttemptAt ?? 0, $1.seq) }
         }
     }
 
@@ -223,14 +239,22 @@ public struct OutboxLedger: OutboxStore {
         }
     }
 
+    /// When the first event still waiting (pending or failed) was queued: the one first in the
+    /// queue, found by two index lookups rather than a walk of the backlog.
+    static let oldestWaiting = """
+        SELECT createdAt FROM outboxEvent WHERE seq = (
+            SELECT MIN(seq) FROM (
+                SELECT MIN(seq) AS seq FROM outboxEvent WHERE status = 'pending'
+                UNION ALL SELECT MIN(seq) FROM outboxEvent WHERE status = 'failed') AS firsts)
+        """
+
     public func depth() async throws -> OutboxDepth {
         try await database.writer.read { db in
             var counts: [OutboxStatus: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM outboxEvent GROUP BY status") {
                 if let status = OutboxStatus(rawValue: row[0]) { counts[status] = row[1] }
             }
-            let oldest = try Int64.fetchOne(
-                db, sql: "SELECT MIN(createdAt) FROM outboxEvent WHERE status IN ('pending', 'failed')")
+            let oldest = try Int64.fetchOne(db, sql: Self.oldestWaiting)
             return OutboxDepth(counts: counts, oldestUndeliveredAt: oldest)
         }
     }

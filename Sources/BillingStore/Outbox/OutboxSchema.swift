@@ -71,5 +71,13 @@ extension LedgerMigrations {
                 CREATE INDEX outboxUserState_review ON outboxUserState(reviewAt) WHERE reviewAt IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v8-outbox-due") { db in
+            try db.execute(sql: """
+                -- The sender's work, per endpoint in the order it is due: a pass reads only what it
+                -- sends, whatever the backlog, and a disabled endpoint's backlog is never walked.
+                CREATE INDEX outboxEvent_due ON outboxEvent(endpoint, nextAttemptAt, seq) WHERE status IN ('pending', 'failed');
+                DROP INDEX outboxEvent_work;
+                """)
+        }
     }
 }

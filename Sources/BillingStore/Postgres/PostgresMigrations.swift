@@ -23,6 +23,7 @@ package enum PostgresMigrations {
         Migration(version: "v3-outbox", statements: PostgresSchema.outbox),
         PostgresLedgerReconciliation.seenMigration,
         Migration(version: "v5-outbox-review", statements: PostgresSchema.outboxReview),
+        Migration(version: "v6-outbox-due", statements: PostgresSchema.outboxDue),
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

@@ -105,14 +105,13 @@ struct PostgresOutbox: OutboxStore {
             SELECT state, reviewAt FROM outboxUserState WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
             """, logger: logger
         ).decode((String, Int64?).self) { kept = row }
-        let previous = kept.flatMap { OutboxAnnouncer.decode($0.state) }
         let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: scope)
-        let announced = OutboxAnnouncer.announce(billing: billing, previous: previous, policy: policy, nowMilliseconds: now)
+        let announced = OutboxAnnouncer.announce(billing: billing, kept: kept?.state, policy: policy, nowMilliseconds: now)
         if announced.changed {
             try await connection.prepared(
                 """
                 INSERT INTO outboxUserState (account, livemode, "user", state, updatedAt, reviewAt)
-                VALUES (\(scope.account), \(scope.livemode), \(user), \(OutboxAnnouncer.encode(announced.state)), \(now), \(announced.reviewAt))
+                VALUES (\(scope.account), \(scope.livemode), \(user), \(announced.text), \(now), \(announced.reviewAt))
                 ON CONFLICT (account, livemode, "user") DO UPDATE
                     SET state = excluded.state, updatedAt = excluded.updatedAt, reviewAt = excluded.reviewAt
                 """, logger: logger)
@@ -233,23 +232,40 @@ struct PostgresOutbox: OutboxStore {
     /// due at `now`, taken for this replica until the send lease runs out; oldest due first.
     func due(now: Int64, limit: Int) async throws -> [OutboxMessage] {
         try await client.transaction(logger: logger) { connection in
-            let taken = try await messages(
+            // The endpoints with events waiting that are not disabled: one index lookup each.
+            var endpoints: [String] = []
+            for try await url in try await connection.prepared(
                 """
-                UPDATE outboxEvent t SET nextAttemptAt = \(now + sendLease)
-                FROM (
-                    SELECT e.seq FROM outboxEvent e
-                    WHERE e.status IN ('pending', 'failed') AND e.nextAttemptAt <= \(now)
-                        AND NOT EXISTS (
-                            SELECT 1 FROM outboxEvent f
-                            WHERE f.endpoint = e.endpoint AND f.userKey = e.userKey AND f.status IN ('pending', 'failed') AND f.seq < e.seq)
-                        AND NOT EXISTS (SELECT 1 FROM outboxEndpoint d WHERE d.url = e.endpoint)
-                    ORDER BY e.nextAttemptAt, e.seq
-                    LIMIT \(limit)
-                    FOR UPDATE SKIP LOCKED) AS due
-                WHERE t.seq = due.seq
-                RETURNING t.seq, t.id, t.endpoint, t.type, t.account, t.livemode, t."user", t.createdAt, t.payload, t.status,
-                    t.attempts, \(now)::bigint, t.lastError, t.deliveredAt
-                """, connection: connection)
+                WITH RECURSIVE waiting(url) AS (
+                    SELECT MIN(endpoint) FROM outboxEvent WHERE status IN ('pending', 'failed')
+                    UNION ALL
+                    SELECT (SELECT MIN(endpoint) FROM outboxEvent WHERE status IN ('pending', 'failed') AND endpoint > waiting.url)
+                    FROM waiting WHERE waiting.url IS NOT NULL)
+                SELECT url FROM waiting WHERE url IS NOT NULL AND url NOT IN (SELECT url FROM outboxEndpoint)
+                """, logger: logger
+            ).decode(String.self) { endpoints.append(url) }
+            // Each endpoint its share of the pass (what is taken is leased, so none is taken to
+            // be dropped); each user's oldest waiting event only.
+            let share = max(1, limit / max(1, endpoints.count))
+            var taken: [OutboxMessage] = []
+            for endpoint in endpoints {
+                taken += try await messages(
+                    """
+                    UPDATE outboxEvent t SET nextAttemptAt = \(now + sendLease)
+                    FROM (
+                        SELECT e.seq FROM outboxEvent e
+                        WHERE e.endpoint = \(endpoint) AND e.status IN ('pending', 'failed') AND e.nextAttemptAt <= \(now)
+                            AND NOT EXISTS (
+                                SELECT 1 FROM outboxEvent f
+                                WHERE f.endpoint = e.endpoint AND f.userKey = e.userKey AND f.status IN ('pending', 'failed') AND f.seq < e.seq)
+                        ORDER BY e.nextAttemptAt, e.seq
+                        LIMIT \(share)
+                        FOR UPDATE SKIP LOCKED) AS due
+                    WHERE t.seq = due.seq
+                    RETURNING t.seq, t.id, t.endpoint, t.type, t.account, t.livemode, t."user", t.createdAt, t.payload, t.status,
+                        t.attempts, \(now)::bigint, t.lastError, t.deliveredAt
+                    """, connection: connection)
+            }
             return taken.sorted { ($0.nextAttemptAt ?? 0, $0.seq) < ($1.nextAttemptAt ?? 0, $1.seq) }
         }
     }
@@ -319,8 +335,7 @@ struct PostgresOutbox: OutboxStore {
         ).decode((String, Int).self) {
             if let status = OutboxStatus(rawValue: status) { counts[status] = count }
         }
-        let oldest = try await client.single(
-            "SELECT MIN(createdAt) FROM outboxEvent WHERE status IN ('pending', 'failed')", as: Int64?.self, logger: logger) ?? nil
+        let oldest = try await client.single(PostgresQuery(unsafeSQL: OutboxLedger.oldestWaiting), as: Int64?.self, logger: logger) ?? nil
         return OutboxDepth(counts: counts, oldestUndeliveredAt: oldest)
     }
 

@@ -354,6 +354,13 @@ enum PostgresSchema {
         "CREATE INDEX outboxUserState_review ON outboxUserState (reviewAt) WHERE reviewAt IS NOT NULL",
     ]
 
+    /// The sender's work per endpoint in the order it is due (`v8-outbox-due` on SQLite): a pass
+    /// reads only what it takes, and a disabled endpoint's backlog is never walked.
+    static let outboxDue = [
+        "CREATE INDEX outboxEvent_due ON outboxEvent (endpoint, nextAttemptAt, seq) WHERE status IN ('pending', 'failed')",
+        "DROP INDEX outboxEvent_work",
+    ]
+
     /// The outbox of events for the app's backend (OutboxSchema.swift, `v6-outbox` on SQLite).
     /// Its tables exist on PostgreSQL so that the schemas match and `billingd copy` carries an
     /// existing outbox over; the PostgreSQL outbox store that writes them comes with serve's

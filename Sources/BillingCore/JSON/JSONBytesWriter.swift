@@ -1,88 +1,87 @@
-import BillingCore
-
-/// Writes the service API's JSON answers straight into bytes: keys in a fixed order, no
-/// intermediate dictionaries, so that a status read costs microseconds, not an encoder's setup.
-struct UserJSONWriter {
-    private(set) var bytes: [UInt8] = []
+/// Writes JSON straight into bytes: keys in a fixed order, no intermediate dictionaries, so that
+/// a status read or an outbox payload costs microseconds, not an encoder's setup. The service
+/// API's answers and the outbox's payloads and kept states are written with it.
+package struct JSONBytesWriter {
+    package private(set) var bytes: [UInt8] = []
     /// A value was written at this level, so the next one needs a comma.
     private var needsComma = false
 
-    init(capacity: Int = 1024) {
+    package init(capacity: Int = 1024) {
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func beginObject() {
+    package mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
-    mutating func endObject() {
+    package mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
-    mutating func beginArray() {
+    package mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
     }
 
-    mutating func endArray() {
+    package mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
         needsComma = true
     }
 
     /// Writes `"name":`; the next call writes its value.
-    mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         appendString(name)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    mutating func string(_ value: String?) {
+    package mutating func string(_ value: String?) {
         separate()
         if let value { appendString(value) } else { appendNull() }
         needsComma = true
     }
 
-    mutating func integer(_ value: Int64?) {
+    package mutating func integer(_ value: Int64?) {
         separate()
         if let value { bytes.append(contentsOf: String(value).utf8) } else { appendNull() }
         needsComma = true
     }
 
-    mutating func bool(_ value: Bool) {
+    package mutating func bool(_ value: Bool) {
         separate()
-        bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+        bytes.append(contentsOf: value ? "true".utf8 : "false".utf8)
         needsComma = true
     }
 
-    mutating func null() {
+    package mutating func null() {
         separate()
         appendNull()
         needsComma = true
     }
 
-    mutating func field(_ name: String, _ value: String?) {
+    package mutating func field(_ name: String, _ value: String?) {
         key(name)
         string(value)
     }
 
-    mutating func field(_ name: String, _ value: Int64?) {
+    package mutating func field(_ name: String, _ value: Int64?) {
         key(name)
         integer(value)
     }
 
-    mutating func field(_ name: String, _ value: Bool) {
+    package mutating func field(_ name: String, _ value: Bool) {
         key(name)
         bool(value)
     }
 
     /// An amount: `{"amount": 1944, "currency": "usd", "decimal": "19.44"}` (minor units, the
     /// currency, and the exact decimal in the currency's exponent); null without an amount.
-    mutating func money(_ name: String, _ minorUnits: Int64?, currency: String?) {
+    package mutating func money(_ name: String, _ minorUnits: Int64?, currency: String?) {
         key(name)
         guard let minorUnits, let currency else {
             null()
@@ -96,11 +95,26 @@ struct UserJSONWriter {
         endObject()
     }
 
-    mutating func strings(_ name: String, _ values: [String]) {
+    package mutating func strings(_ name: String, _ values: [String]) {
         key(name)
         beginArray()
         for value in values { string(value) }
         endArray()
+    }
+
+    /// `{"key": "value", …}` in the keys' order, so that equal maps are equal text.
+    package mutating func stringMap(_ name: String, _ values: [String: String]) {
+        key(name)
+        beginObject()
+        for key in values.keys.sorted() { field(key, values[key]) }
+        endObject()
+    }
+
+    /// A value already written as JSON (an object, an array, a literal); `null` when empty.
+    package mutating func json(_ value: [UInt8]) {
+        separate()
+        if value.isEmpty { appendNull() } else { bytes.append(contentsOf: value) }
+        needsComma = true
     }
 
     private mutating func separate() {
