@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Generates the signed Stripe deliveries of scripts/bench-outbox: for each of N users, a
 customer.created tying a customer to the user (metadata.app_user_id), then, in a second file,
-a customer.subscription.created of an active Pro subscription for that customer. Each
+a customer.subscription.created of an active Pro subscription for that customer, and, in a
+third file, a customer.subscription.updated moving that subscription to Enterprise, and in a
+fourth, one moving it back to Pro. Each
 subscription changes its user's view: two outbound events (subscription.started and
-entitlement.updated).
+entitlement.updated); so does each move (subscription.plan_changed and entitlement.updated).
 
 Output lines: `<Stripe-Signature>\\t<compact JSON body>`, as scripts/bench/ingest.lua reads them.
 The secret comes from STRIPE_WEBHOOK_SECRET in the environment. Standard library only.
@@ -27,6 +29,8 @@ def main() -> int:
     parser.add_argument("--fixtures", required=True, help="the Fixtures/objects directory")
     parser.add_argument("--customers", required=True, help="file of customer.created deliveries")
     parser.add_argument("--subscriptions", required=True, help="file of customer.subscription.created deliveries")
+    parser.add_argument("--changes", required=True, help="file of customer.subscription.updated deliveries (Pro to Enterprise)")
+    parser.add_argument("--returns", required=True, help="file of customer.subscription.updated deliveries (back to Pro)")
     args = parser.parse_args()
     secret = os.environ.get("STRIPE_WEBHOOK_SECRET", "")
     if not secret.startswith("whsec_"):
@@ -48,7 +52,8 @@ def main() -> int:
         signature = hmac.new(key, f"{now}.{body}".encode(), hashlib.sha256).hexdigest()
         return f"t={now},v1={signature}\t{body}\n"
 
-    with open(args.customers, "w") as customers, open(args.subscriptions, "w") as subscriptions:
+    with open(args.customers, "w") as customers, open(args.subscriptions, "w") as subscriptions, \
+            open(args.changes, "w") as changes, open(args.returns, "w") as returns:
         for n in range(args.users):
             customer_id = f"cus_{args.run}{n}"
             customer = dict(customer_template, id=customer_id, livemode=False, metadata={"app_user_id": f"user_{args.run}_{n}"})
@@ -62,6 +67,13 @@ def main() -> int:
             item.pop("plan", None)
             subscription["items"]["data"] = [item]
             subscriptions.write(line(f"evt_{args.run}s{n}", "customer.subscription.created", subscription, now - 50))
+            pro = item
+            item = dict(item, price=dict(item["price"], id="price_EnterpriseMonthly", lookup_key="enterprise_monthly",
+                                         product="prod_Enterprise"))
+            subscription["items"]["data"] = [item]
+            changes.write(line(f"evt_{args.run}u{n}", "customer.subscription.updated", subscription, now - 40))
+            subscription["items"]["data"] = [pro]
+            returns.write(line(f"evt_{args.run}r{n}", "customer.subscription.updated", subscription, now - 30))
     return 0
 
 
