@@ -181,6 +181,11 @@ struct AnnouncingBackendTests {
             let outbox = ledger.store.outbox
             let (gone, live) = ("https://gone.example.com/hooks", "https://live.example.com/hooks")
             let now = Int64(Date().timeIntervalSince1970 * 1000)
+            // The first queued, delivered early: the oldest waiting is the next one.
+            let early = try await outbox.enqueue(
+                OutboxDraft(id: "msg_0", type: "test", scope: .test, user: "user_early", createdAt: now - 5000, payload: Array("{}".utf8)),
+                endpoints: [live], now: now)
+            try await outbox.record([OutboxAttempt(seq: early[0].seq, outcome: .delivered, at: now)])
             for n in 1...6 {
                 _ = try await outbox.enqueue(
                     OutboxDraft(id: "msg_\(n)", type: "test", scope: .test, user: "user_\(n % 3)", createdAt: now - 1000 + Int64(n),
@@ -190,7 +195,7 @@ struct AnnouncingBackendTests {
             try await outbox.disableEndpoint(gone, at: now, reason: "410 Gone")
             let onlyLive = try await outbox.due(now: now, limit: 100)
             seen.append("disabled: " + onlyLive.map { "\($0.event.id)@\($0.endpoint.prefix(12))" }.joined(separator: " "))
-            #expect(try await outbox.depth().oldestUndeliveredAt == now - 999, "the first event queued is the oldest waiting")
+            #expect(try await outbox.depth().oldestUndeliveredAt == now - 999, "the first event queued and not delivered is the oldest waiting")
             try await outbox.record(onlyLive.map { OutboxAttempt(seq: $0.seq, outcome: .delivered, at: now) })
             #expect(try await outbox.enableEndpoint(gone))
             let shared = try await outbox.due(now: now, limit: 4)

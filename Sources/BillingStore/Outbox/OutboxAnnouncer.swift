@@ -12,8 +12,8 @@ package enum OutboxAnnouncer {
         package var state: UserAccessState
         /// That state as the text to keep (``encode(_:)``).
         package var text: String
-        /// Whether it differs from the last announced state (else there is nothing to write but
-        /// ``reviewAt``).
+        /// Whether ``text`` is to be kept: the view differs from the last announced one, or that
+        /// was kept in an earlier form of the text (else there is nothing to write but ``reviewAt``).
         package var changed: Bool
         /// The events to queue: none when nothing changed or the change is nothing an app acts on.
         package var events: [OutboxDraft]
@@ -34,13 +34,13 @@ package enum OutboxAnnouncer {
         let state = UserAccessState(resolution)
         let text = encode(state)
         let reviewAt = reviewTime(resolution, now: now)
-        let unchanged = Announcement(state: state, text: text, changed: false, events: [], reviewAt: reviewAt)
-        if kept == text { return unchanged }
-        // Kept in an earlier form of the text (key order, absent nils), or changed.
+        if kept == text { return Announcement(state: state, text: text, changed: false, events: [], reviewAt: reviewAt) }
+        // Changed, or kept in an earlier form of the text (key order, absent nils): then the
+        // text is written again, with no event, so that the next look compares text alone.
         let previous = kept.flatMap(decode)
-        guard state != previous else { return unchanged }
-        let types = OutboundEventRules.events(from: previous, to: state)
         let changed = Announcement(state: state, text: text, changed: true, events: [], reviewAt: reviewAt)
+        guard state != previous else { return changed }
+        let types = OutboundEventRules.events(from: previous, to: state)
         guard !types.isEmpty, !policy.endpoints.isEmpty else { return changed }
         let data = policy.render(billing, resolution)
         let fields = state.changedFields(from: previous ?? UserAccessState())
