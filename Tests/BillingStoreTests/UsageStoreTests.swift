@@ -56,6 +56,55 @@ struct UsageStoreTests {
         }
     }
 
+    @Test("A total past the ceiling is refused without a trap, late records too; a refused batch is undone whole, the others kept", arguments: StoreBackend.allCases)
+    func ceilingAndAtomicBatches(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let usage = stores[0].usage
+            let ceiling = UsageMeter.maximumTotal
+            let results = try await usage.apply(
+                batches: [
+                    [.record(Self.input("big", quantity: ceiling - 1, meter: Self.calls))],
+                    // Fits, then passes the ceiling: neither is kept.
+                    [.record(Self.input("fits", quantity: 1, meter: Self.calls)), .record(Self.input("over", quantity: 2, meter: Self.calls))],
+                    // Would overflow Int64: refused, not a trap.
+                    [.record(Self.input("max", quantity: .max, meter: Self.calls))],
+                    // Another user's batch in the same transaction is kept.
+                    [.record(Self.input("other", quantity: 5, meter: Self.calls, user: "user_2")), .consume(Self.input("other-2", user: "user_2"))],
+                    // Late records (December's) are held to the ceiling of the span beside the period.
+                    [.record(Self.input("late", quantity: ceiling, at: Self.january.start - 10, meter: Self.calls))],
+                    [.record(Self.input("late-2", quantity: 1, at: Self.january.start - 20, meter: Self.calls))],
+                ], now: 1_767_225_700_000)
+            #expect(try results[0].get().map(\.state.used) == [ceiling - 1])
+            #expect(results[1] == .failure(UsageRefusal(.totalCeiling(used: ceiling), meter: "api_calls", quantity: 2, idempotencyKey: "over", index: 1)))
+            #expect(results[2] == .failure(UsageRefusal(.totalCeiling(used: ceiling - 1), meter: "api_calls", quantity: .max, idempotencyKey: "max")))
+            #expect(try results[3].get().map(\.state.used) == [5, 1])
+            #expect(try results[4].get().count == 1)
+            #expect(results[5] == .failure(UsageRefusal(.totalCeiling(used: ceiling), meter: "api_calls", quantity: 1, idempotencyKey: "late-2")))
+
+            let states = try await usage.states(scope: .test, user: "user_1", meters: [(Self.calls, Self.january, .count(5))])
+            #expect(states.map(\.used) == [ceiling - 1], "the refused batch's first record was undone")
+            // "fits" was undone with its batch: the key is free, and counts now.
+            #expect(try await usage.apply([.record(Self.input("fits", quantity: 1, meter: Self.calls))], now: 0).map(\.state.used) == [ceiling])
+            // apply(_:) throws the refusal and writes nothing of its operations.
+            await #expect(throws: UsageRefusal.self) {
+                try await usage.apply([.record(Self.input("x", quantity: 1, meter: Self.radars)), .record(Self.input("y", quantity: 1, meter: Self.calls))], now: 0)
+            }
+            #expect(try await usage.states(scope: .test, user: "user_1", meters: [(Self.radars, Self.january, .count(5))]).map(\.used) == [0])
+        }
+    }
+
+    @Test("A key recorded before with another quantity is refused; with the same quantity it is a duplicate", arguments: StoreBackend.allCases)
+    func idempotencyKeyReused(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let usage = stores[0].usage
+            _ = try await usage.apply([.record(Self.input("k", quantity: 2))], now: 0)
+            let results = try await usage.apply(
+                batches: [[.consume(Self.input("k", quantity: 3))], [.record(Self.input("k", quantity: 2))]], now: 0)
+            #expect(results[0] == .failure(UsageRefusal(.idempotencyKeyReused(recordedQuantity: 2), meter: "radars", quantity: 3, idempotencyKey: "k")))
+            #expect(try results[1].get() == [.recorded(UsageMeterState(meter: Self.radars, used: 2, limit: .count(5), period: Self.january), duplicate: true)])
+        }
+    }
+
     @Test("Concurrent consumes on two replicas around a hard limit allow exactly the limit", arguments: StoreBackend.allCases)
     func concurrentConsumes(_ backend: StoreBackend) async throws {
         try await withRoleStores(backend, replicas: 2) { stores in

@@ -16,6 +16,12 @@ public struct UsageMeter: Sendable, Hashable {
         case soft
     }
 
+    /// The most a counter may add up to within one period (and over the late records of the
+    /// 35 days beside it): a record that would pass it is refused, so that no total, nor a sum
+    /// over years of totals, comes near `Int64.max` (about 9.2 × 10^18). 10^15, a thousand
+    /// times the largest single record the service API takes.
+    public static let maximumTotal: Int64 = 1_000_000_000_000_000
+
     /// The meter's id in paths (`/usage/radars/consume`).
     public var id: String
     public var kind: Kind

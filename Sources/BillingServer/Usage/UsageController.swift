@@ -27,7 +27,7 @@ public struct UsageController: Sendable {
 
     let users: any UserLedgerStore
     let usage: any UsageStore
-    let committer: BatchCommitter<UsageOperation, UsageOutcome>
+    let committer: BatchCommitter<[UsageOperation], Result<[UsageOutcome], UsageRefusal>>
     let configuration: UserController.Configuration
 
     public init(store: any LedgerStore, configuration: UserController.Configuration) {
@@ -47,7 +47,7 @@ public struct UsageController: Sendable {
             let body = try await JSONObjectBody(request, limit: Self.maximumBodySize, allowed: ["quantity", "idempotency_key", "timestamp"])
             let now = now
             let input = try recordInput(body, user: user.user, scope: user.scope, meter: meter, resolution: try await resolve(user.user, user.scope, now), now: now)
-            let outcome = try await committer.submit(.record(input))
+            let outcome = try await submit(.record(input))
             return UsageJSON.response(outcome, user: user.user, scope: user.scope)
         }
         router.post("users/:user/usage/:meter/consume") { request, context in
@@ -57,7 +57,7 @@ public struct UsageController: Sendable {
             let now = now
             let resolution = try await resolve(user.user, user.scope, now)
             let input = try recordInput(body, user: user.user, scope: user.scope, meter: meter, resolution: resolution, now: now)
-            let outcome = try await committer.submit(.consume(input))
+            let outcome = try await submit(.consume(input))
             if case .refused(let state) = outcome {
                 return UsageJSON.limitExceeded(state, requested: input.quantity, upgrade: upgrade(for: state, adding: input.quantity, resolution: resolution))
             }
@@ -74,7 +74,7 @@ public struct UsageController: Sendable {
             let body = try await JSONObjectBody(request, limit: Self.maximumBodySize, allowed: ["value"])
             let value = try body.integer("value", in: 0...Int64.max, required: true, "the gauge's level, a whole number 0 or more")!
             let resolution = try await resolve(user.user, user.scope, now)
-            let outcome = try await committer.submit(
+            let outcome = try await submit(
                 .setGauge(scope: user.scope, user: user.user, meter: meter, value: value, limit: resolution.limit(of: meter)))
             return UsageJSON.response(outcome, user: user.user, scope: user.scope)
         }
@@ -104,14 +104,8 @@ public struct UsageController: Sendable {
                 if resolutions[user] == nil { resolutions[user] = try await resolve(user, scope, now) }
                 inputs.append(try recordInput(item, user: user, scope: scope, meter: meter, resolution: resolutions[user]!, now: now))
             }
-            let outcomes = try await withThrowingTaskGroup(of: (Int, UsageOutcome).self) { group in
-                for (index, input) in inputs.enumerated() {
-                    group.addTask { (index, try await committer.submit(.record(input))) }
-                }
-                var outcomes = [UsageOutcome?](repeating: nil, count: inputs.count)
-                for try await (index, outcome) in group { outcomes[index] = outcome }
-                return outcomes.map { $0! }
-            }
+            // One batch: every record is written, or (one refused) none.
+            let outcomes = try await submit(inputs.map(UsageOperation.record), place: "events")
             var json = JSONBytesWriter()
             json.beginObject()
             json.field("livemode", scope.livemode)
@@ -133,6 +127,36 @@ public struct UsageController: Sendable {
     }
 
     // MARK: - Pieces
+
+    /// Writes one request's operations durably, all or none; a refusal is a JSON 400 naming the
+    /// record (`events[3].quantity` in a batch, under `place`).
+    func submit(_ operations: [UsageOperation], place: String? = nil) async throws -> [UsageOutcome] {
+        do {
+            return try await committer.submit(operations).get()
+        } catch let refusal as UsageRefusal {
+            throw Self.error(refusal, place: place.map { "\($0)[\(refusal.index)]." } ?? "")
+        }
+    }
+
+    func submit(_ operation: UsageOperation) async throws -> UsageOutcome {
+        try await submit([operation])[0]
+    }
+
+    /// The 400 for a refused record.
+    static func error(_ refusal: UsageRefusal, place: String) -> APIError {
+        switch refusal.reason {
+        case .totalCeiling(let used):
+            APIError(
+                .badRequest, code: "usage_total_too_large",
+                message: "\(place)quantity \(refusal.quantity) would take \(refusal.meter)'s total past \(UsageMeter.maximumTotal), the most a meter counts in one period (now \(used)); nothing was recorded.",
+                extra: ["field": place + "quantity"])
+        case .idempotencyKeyReused(let recorded):
+            APIError(
+                .badRequest, code: "idempotency_key_reused",
+                message: "\(place)idempotency_key \(UserRequest.printable(refusal.idempotencyKey)) was recorded for \(refusal.meter) with quantity \(recorded), not \(refusal.quantity); a retry sends the same quantity, other usage a new key. Nothing was recorded.",
+                extra: ["field": place + "idempotency_key"])
+        }
+    }
 
     /// The user's access now, which decides each meter's period and limit.
     func resolve(_ user: String, _ scope: ServiceScope, _ now: Int64) async throws -> PlanResolution {

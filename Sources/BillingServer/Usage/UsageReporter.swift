@@ -344,7 +344,9 @@ public struct UsageReporter: Sendable {
         case .accepted, .duplicate:
             summary.reported += 1
             if outcome == .duplicate { summary.duplicates += 1 }
-            summary.quantities[record.stripeMeter, default: 0] += record.quantity
+            // Summed over every user of a run: held at Int64.max rather than trapping.
+            let (sum, overflow) = summary.quantities[record.stripeMeter, default: 0].addingReportingOverflow(record.quantity)
+            summary.quantities[record.stripeMeter] = overflow ? .max : sum
             metrics?.count("billingd_usage_reports_total", dimensions: [("outcome", outcome == .duplicate ? "duplicate" : "reported")])
         case .refused, .unknown:
             summary.failed += 1

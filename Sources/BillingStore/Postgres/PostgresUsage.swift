@@ -49,41 +49,63 @@ struct PostgresUsage: UsageStore, UsageReportStore {
 
     // MARK: UsageStore
 
-    /// Applies operations in order, in one transaction.
-    func apply(_ operations: [UsageOperation], now: Int64) async throws -> [UsageOutcome] {
-        let keys = Set(operations.compactMap { operation in
+    /// Applies batches in order, in one transaction; a refused batch is undone to a savepoint.
+    func apply(batches: [[UsageOperation]], now: Int64) async throws -> [Result<[UsageOutcome], UsageRefusal>] {
+        let keys = Set(batches.joined().compactMap { operation in
             operation.recording.map { Key(scope: $0.input.scope, user: $0.input.user, meter: $0.input.meter.id) }
         }).sorted()
         return try await client.transaction(logger: logger) { connection in
             for key in keys {
                 try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key.lockText), 0))", logger: logger)
             }
-            var outcomes: [UsageOutcome] = []
-            outcomes.reserveCapacity(operations.count)
-            for operation in operations {
-                let outcome = try await Self.apply(operation, now: now, connection: connection, logger: logger)
-                if let outbox, case .recorded(let state, duplicate: false) = outcome {
-                    let (scope, user): (ServiceScope, String) = switch operation {
-                    case .record(let input), .consume(let input): (input.scope, input.user)
-                    case .setGauge(let gaugeScope, let gaugeUser, _, _, _): (gaugeScope, gaugeUser)
+            var results: [Result<[UsageOutcome], UsageRefusal>] = []
+            results.reserveCapacity(batches.count)
+            for operations in batches {
+                let run = {
+                    try await UsageBatch.run(operations) { operation in
+                        try await Self.apply(operation, outbox: outbox, now: now, connection: connection, logger: logger)
                     }
-                    try await PostgresOutbox.announceUsage(
-                        state, scope: scope, user: user, policy: outbox, now: now, connection: connection, logger: logger)
                 }
-                outcomes.append(outcome)
+                // A lone operation is refused before it writes anything: no savepoint needed.
+                guard operations.count > 1 else {
+                    results.append(try await run())
+                    continue
+                }
+                try await connection.query("SAVEPOINT usage_batch", logger: logger)
+                let result = try await run()
+                try await connection.query(
+                    UsageBatch.refused(result) ? "ROLLBACK TO SAVEPOINT usage_batch" : "RELEASE SAVEPOINT usage_batch", logger: logger)
+                results.append(result)
             }
-            return outcomes
+            return results
         }
+    }
+
+    /// One operation, and the outbox event it causes.
+    private static func apply(
+        _ operation: UsageOperation, outbox: OutboxPolicy?, now: Int64, connection: PostgresConnection, logger: Logger
+    ) async throws -> UsageOutcome {
+        let outcome = try await apply(operation, now: now, connection: connection, logger: logger)
+        if let outbox, case .recorded(let state, duplicate: false) = outcome {
+            try await PostgresOutbox.announceUsage(
+                state, scope: operation.scope, user: operation.user, policy: outbox, now: now, connection: connection, logger: logger)
+        }
+        return outcome
     }
 
     private static func apply(_ operation: UsageOperation, now: Int64, connection: PostgresConnection, logger: Logger) async throws -> UsageOutcome {
         if let (input, source, refuses) = operation.recording {
             let key = Key(scope: input.scope, user: input.user, meter: input.meter.id)
             let used = try await currentTotal(key, period: input.period, connection: connection, logger: logger)
-            let duplicate = try await connection.single(
-                keyed("SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = $5", key) { $0.append(input.idempotencyKey) },
-                as: Int.self, logger: logger) != nil
-            let decision = UsageRecordDecision(input, used: used, duplicate: duplicate, refusesOverLimit: refuses)
+            let recordedQuantity = try await connection.single(
+                keyed("SELECT quantity FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = $5", key) { $0.append(input.idempotencyKey) },
+                as: Int64.self, logger: logger)
+            var besidePeriodUsed: Int64?
+            if recordedQuantity == nil, let span = input.besidePeriod {
+                besidePeriodUsed = try await sum(key, period: span, connection: connection, logger: logger)
+            }
+            let decision = try UsageRecordDecision(
+                input, used: used, recordedQuantity: recordedQuantity, refusesOverLimit: refuses, besidePeriodUsed: besidePeriodUsed)
             guard decision.writes else { return decision.outcome }
             let report = UsageRecordReportColumns(input.meter, now: now)
             try await connection.query(

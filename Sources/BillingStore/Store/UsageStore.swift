@@ -4,9 +4,11 @@ import Foundation
 /// Usage records, counters' totals per period and gauges: what the service API meters and
 /// checks quotas against.
 public protocol UsageStore: Sendable {
-    /// Applies operations in order, in one durable transaction, so that a consume sees the
-    /// operations before it and never overshoots a hard limit. `now` is Unix milliseconds.
-    func apply(_ operations: [UsageOperation], now: Int64) async throws -> [UsageOutcome]
+    /// Applies batches in order, in one durable transaction, so that a consume sees the
+    /// operations before it and never overshoots a hard limit. Each batch takes effect whole or
+    /// not at all: the first operation of a batch that is refused (``UsageRefusal``) undoes the
+    /// batch's others, and the other batches go on. `now` is Unix milliseconds.
+    func apply(batches: [[UsageOperation]], now: Int64) async throws -> [Result<[UsageOutcome], UsageRefusal>]
     /// The states of `meters` for a user, each counter over its period (nil for gauges).
     func states(
         scope: ServiceScope, user: String, meters: [(meter: UsageMeter, period: UsagePeriod?, limit: EntitlementLimit?)]
@@ -14,12 +16,45 @@ public protocol UsageStore: Sendable {
 }
 
 extension UsageStore {
-    /// A group committer of usage operations for the service API: concurrent requests share a
-    /// transaction, and so one fsync.
-    public func committer(maximumBatch: Int = 512) -> BatchCommitter<UsageOperation, UsageOutcome> {
-        BatchCommitter(maximumBatch: maximumBatch) { operations in
-            try await apply(operations, now: Int64(Date().timeIntervalSince1970 * 1000))
+    /// Applies operations in order as one batch, in one durable transaction; throws the
+    /// ``UsageRefusal`` of the first refused operation, and then nothing is written.
+    public func apply(_ operations: [UsageOperation], now: Int64) async throws -> [UsageOutcome] {
+        try await apply(batches: [operations], now: now)[0].get()
+    }
+
+    /// A group committer of usage batches for the service API: concurrent requests share a
+    /// transaction, and so one fsync; each request's batch takes effect whole or not at all.
+    public func committer(maximumBatch: Int = 512) -> BatchCommitter<[UsageOperation], Result<[UsageOutcome], UsageRefusal>> {
+        BatchCommitter(maximumBatch: maximumBatch) { batches in
+            try await apply(batches: batches, now: Int64(Date().timeIntervalSince1970 * 1000))
         }
+    }
+}
+
+/// Why a usage operation was refused before it wrote anything; its batch is then not written.
+public struct UsageRefusal: Error, Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// The counter's total (over the record's period, or over the late records beside it)
+        /// would pass ``UsageMeter/maximumTotal``: `used` is that total before the record.
+        case totalCeiling(used: Int64)
+        /// The idempotency key was recorded before with another quantity (Stripe, too, refuses a
+        /// key reused with other parameters).
+        case idempotencyKeyReused(recordedQuantity: Int64)
+    }
+
+    public var reason: Reason
+    public var meter: String
+    public var quantity: Int64
+    public var idempotencyKey: String
+    /// The refused operation's place in its batch.
+    public var index: Int
+
+    public init(_ reason: Reason, meter: String, quantity: Int64, idempotencyKey: String, index: Int = 0) {
+        self.reason = reason
+        self.meter = meter
+        self.quantity = quantity
+        self.idempotencyKey = idempotencyKey
+        self.index = index
     }
 }
 

@@ -70,20 +70,20 @@ public struct UsageLedger: UsageStore, UsageReportStore {
         self.database = database
     }
 
-    /// Applies operations in order, in one transaction.
-    public func apply(_ operations: [UsageOperation], now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) async throws -> [UsageOutcome] {
+    /// Applies batches in order, in one transaction; a refused batch is undone to a savepoint.
+    public func apply(batches: [[UsageOperation]], now: Int64) async throws -> [Result<[UsageOutcome], UsageRefusal>] {
         let outbox = database.outbox
         return try await database.writer.write { db in
-            try operations.map { operation in
-                let outcome = try Self.apply(operation, now: now, db: db)
-                if let outbox, case .recorded(let state, duplicate: false) = outcome {
-                    let (scope, user): (ServiceScope, String) = switch operation {
-                    case .record(let input), .consume(let input): (input.scope, input.user)
-                    case .setGauge(let gaugeScope, let gaugeUser, _, _, _): (gaugeScope, gaugeUser)
-                    }
-                    try OutboxLedger.announceUsage(state, scope: scope, user: user, policy: outbox, now: now, db: db)
+            try batches.map { operations in
+                let run = { try UsageBatch.run(operations) { try Self.apply($0, outbox: outbox, now: now, db: db) } }
+                // A lone operation is refused before it writes anything: no savepoint needed.
+                guard operations.count > 1 else { return try run() }
+                var result: Result<[UsageOutcome], UsageRefusal> = .success([])
+                try db.inSavepoint {
+                    result = try run()
+                    return UsageBatch.refused(result) ? .rollback : .commit
                 }
-                return outcome
+                return result
             }
         }
     }
@@ -126,6 +126,15 @@ public struct UsageLedger: UsageStore, UsageReportStore {
 
     static let keyCondition = "account = ? AND livemode = ? AND user = ? AND meter = ?"
 
+    /// One operation, and the outbox event it causes.
+    static func apply(_ operation: UsageOperation, outbox: OutboxPolicy?, now: Int64, db: Database) throws -> UsageOutcome {
+        let outcome = try apply(operation, now: now, db: db)
+        if let outbox, case .recorded(let state, duplicate: false) = outcome {
+            try OutboxLedger.announceUsage(state, scope: operation.scope, user: operation.user, policy: outbox, now: now, db: db)
+        }
+        return outcome
+    }
+
     static func apply(_ operation: UsageOperation, now: Int64, db: Database) throws -> UsageOutcome {
         if let (input, source, refuses) = operation.recording {
             return try record(input, source: source, refusesOverLimit: refuses, now: now, db: db)
@@ -143,10 +152,12 @@ public struct UsageLedger: UsageStore, UsageReportStore {
     static func record(_ input: UsageRecordInput, source: String, refusesOverLimit: Bool, now: Int64, db: Database) throws -> UsageOutcome {
         let key = Key(scope: input.scope, user: input.user, meter: input.meter.id)
         let used = try currentTotal(key, period: input.period, db: db)
-        let duplicate = try Bool.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = ?"),
-            arguments: key.arguments + [input.idempotencyKey]) ?? false
-        let decision = UsageRecordDecision(input, used: used, duplicate: duplicate, refusesOverLimit: refusesOverLimit)
+        let recordedQuantity = try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT quantity FROM usageRecord WHERE \(keyCondition) AND idempotencyKey = ?"),
+            arguments: key.arguments + [input.idempotencyKey])
+        let besidePeriodUsed = try recordedQuantity == nil ? input.besidePeriod.map { try sum(key, period: $0, db: db) } : nil
+        let decision = try UsageRecordDecision(
+            input, used: used, recordedQuantity: recordedQuantity, refusesOverLimit: refusesOverLimit, besidePeriodUsed: besidePeriodUsed)
         guard decision.writes else { return decision.outcome }
         let report = UsageRecordReportColumns(input.meter, now: now)
         try db.cachedStatement(
