@@ -282,6 +282,54 @@ struct UsageEndpointTests {
         }
     }
 
+    @Test("Totals are held below a ceiling: records of 10^12 until past it answer 400 and never stop billingd; a refused batch records nothing")
+    func totalCeiling() async throws {
+        let ledger = try await usageLedger()
+        defer { ledger.remove() }
+        try await userApplication(ledger, catalog: try fixtureCatalog("usage"), now: usageNow).test(.router) { client in
+            // 1,000 records of 10^12 reach the ceiling (10^15) exactly.
+            func batch(_ name: String, count: Int, user: String = "u1") -> String {
+                let events = (0..<count).map { #"{"user": "\#(user)", "meter": "api_calls", "quantity": 1000000000000, "idempotency_key": "\#(name)-\#($0)"}"# }
+                return #"{"events": [\#(events.joined(separator: ","))]}"#
+            }
+            let full = try await postUsage(client, "/v1/usage/events", batch("a", count: 1000))
+            #expect(full.status == .ok, "\(full.text)")
+            #expect((full.json["results"] as? [[String: Any]])?.last?["used"] as? Int == Int(UsageMeter.maximumTotal))
+            // One more, alone or in a batch beside records that fit: 400, and nothing of the batch is kept.
+            let one = try await postUsage(client, "/v1/users/u1/usage/api_calls/events", #"{"quantity": 1, "idempotency_key": "one-more"}"#)
+            #expect(one.status == .badRequest, "\(one.text)")
+            #expect(one.errorCode == "usage_total_too_large")
+            let mixed = try await postUsage(
+                client, "/v1/usage/events",
+                #"{"events": [{"user": "u2", "meter": "api_calls", "quantity": 7, "idempotency_key": "m-0"}, {"user": "u1", "meter": "api_calls", "quantity": 5, "idempotency_key": "m-1"}]}"#)
+            #expect(mixed.status == .badRequest, "\(mixed.text)")
+            #expect((mixed.json["error"] as? [String: Any])?["field"] as? String == "events[1].quantity")
+            let u2 = try await client.execute(uri: "/v1/users/u2/usage", method: .get, headers: authorized)
+            #expect((u2.json["meters"] as? [[String: Any]])?.first { $0["meter"] as? String == "api_calls" }?["used"] as? Int == 0)
+            // The daemon is still up, and the total where it was.
+            let u1 = try await client.execute(uri: "/v1/users/u1/usage", method: .get, headers: authorized)
+            #expect((u1.json["meters"] as? [[String: Any]])?.first { $0["meter"] as? String == "api_calls" }?["used"] as? Int == Int(UsageMeter.maximumTotal))
+        }
+    }
+
+    @Test("An idempotency key reused with another quantity is a 400, as Stripe answers, and the first record stands")
+    func idempotencyKeyReused() async throws {
+        let ledger = try await usageLedger()
+        defer { ledger.remove() }
+        try await userApplication(ledger, catalog: try fixtureCatalog("usage"), now: usageNow).test(.router) { client in
+            let first = try await postUsage(client, "/v1/users/user_1/usage/api_calls/events", #"{"quantity": 3, "idempotency_key": "k-1"}"#)
+            #expect(first.status == .ok)
+            let other = try await postUsage(client, "/v1/users/user_1/usage/api_calls/events", #"{"quantity": 4, "idempotency_key": "k-1"}"#)
+            #expect(other.status == .badRequest, "\(other.text)")
+            #expect(other.errorCode == "idempotency_key_reused")
+            let consume = try await postUsage(client, "/v1/users/user_1/usage/api_calls/consume", #"{"quantity": 4, "idempotency_key": "k-1"}"#)
+            #expect(consume.errorCode == "idempotency_key_reused")
+            let same = try await postUsage(client, "/v1/users/user_1/usage/api_calls/events", #"{"quantity": 3, "idempotency_key": "k-1"}"#)
+            #expect(same.json["duplicate"] as? Bool == true)
+            #expect(same.json["used"] as? Int == 3)
+        }
+    }
+
     @Test("Bad input gets a 400 JSON error naming the field; no token, 401", arguments: [
         ("/v1/users/u/usage/nope/events", #"{"quantity": 1, "idempotency_key": "k"}"#, 400, "unknown_meter"),
         ("/v1/users/u/usage/radars/events", #"{"quantity": 0, "idempotency_key": "k"}"#, 400, "invalid_field"),
@@ -297,6 +345,9 @@ struct UsageEndpointTests {
         ("/v1/users/u/usage/radars/consume", #"{"quantity": 1, "idempotency_key": "k", "timestamp": 1770000000}"#, 400, "unknown_field"),
         ("/v1/users/u/usage/storage_bytes/consume", #"{"quantity": 1, "idempotency_key": "k"}"#, 400, "meter_is_gauge"),
         ("/v1/usage/events", #"{"events": []}"#, 400, "invalid_field"),
+        ("/v1/users/u/usage/radars/events", #"{"quantity": 1, "quantity": 2, "idempotency_key": "k"}"#, 400, "duplicate_field"),
+        ("/v1/users/u/usage/radars/events", #"{"quantity": 1, "idempotency_key": "k", "idempotency\u005fkey": "j"}"#, 400, "duplicate_field"),
+        ("/v1/usage/events", #"{"events": [{"user": "u", "user": "v", "meter": "radars", "quantity": 1, "idempotency_key": "k"}]}"#, 400, "duplicate_field"),
     ])
     func badInput(_ path: String, _ body: String, status: Int, code: String) async throws {
         let ledger = try TemporaryLedger()

@@ -285,6 +285,7 @@ public struct AppStoreController: Sendable {
         init(_ request: Request, members allowed: [String]) async throws {
             let bytes = try await RequestBody.collect(request, limit: AppStoreController.maximumBodySize)
             try RequestBody.requireJSON(request, body: bytes)
+            try RequestBody.refuseDuplicateMembers(bytes)
             guard let members = try? JSONDecoder().decode([String: Value].self, fromUntrusted: bytes) else {
                 throw APIError(.badRequest, code: "invalid_body", message: "The body is not a JSON object; send {\"\(allowed[0])\": …}.")
             }

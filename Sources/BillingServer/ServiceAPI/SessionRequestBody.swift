@@ -83,6 +83,11 @@ struct SessionRequestBody {
             }
             return SessionRequestBody(fields: [:])
         }
+        if let name = UntrustedJSON.duplicateKey(in: bytes) {
+            throw BillingError(
+                .badRequest, code: "duplicate_field",
+                message: "The body names \"\(UserRequest.printable(name))\" twice; send each field once.")
+        }
         let fields: [String: Value]
         do {
             fields = try JSONDecoder().decode([String: Value].self, fromUntrusted: bytes)

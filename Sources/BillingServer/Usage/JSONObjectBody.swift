@@ -73,6 +73,7 @@ package struct JSONObjectBody {
     /// Reads a body's bytes as a JSON object with only `allowed` members; pure, so that the
     /// usage fuzz target reaches it without a server.
     package init(bytes: [UInt8], allowed: [String]) throws {
+        try RequestBody.refuseDuplicateMembers(bytes)
         guard let members = try? JSONDecoder().decode([String: Value].self, fromUntrusted: bytes) else {
             throw APIError(
                 .badRequest, code: "invalid_body",

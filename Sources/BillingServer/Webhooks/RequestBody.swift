@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 import Hummingbird
 import NIOCore
@@ -48,6 +49,16 @@ enum RequestBody {
             .unsupportedMediaType, code: "unsupported_media_type",
             message: type.map { "The body must be JSON, sent with Content-Type: application/json (it was \(UserRequest.printable($0)))." }
                 ?? "The body must be JSON, sent with Content-Type: application/json (the request has no Content-Type).")
+    }
+
+    /// Refuses a JSON request body in which an object names a member twice (400
+    /// `duplicate_field`): which of the two was meant cannot be known, so neither is taken.
+    static func refuseDuplicateMembers(_ body: [UInt8]) throws(APIError) {
+        guard let name = UntrustedJSON.duplicateKey(in: body) else { return }
+        throw APIError(
+            .badRequest, code: "duplicate_field",
+            message: "The body names \"\(UserRequest.printable(name))\" twice in one object; send each field once.",
+            extra: ["field": UserRequest.printable(name)])
     }
 
     static func tooLarge(_ limit: Int) -> APIError {

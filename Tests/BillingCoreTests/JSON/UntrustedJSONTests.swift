@@ -41,4 +41,28 @@ struct UntrustedJSONTests {
         let decoded = try JSONDecoder().decode([String: String].self, fromUntrusted: Array(text.utf8))
         #expect(decoded["a"]?.count == 601)
     }
+
+    @Test("A member named twice in any object is found, after unescaping; strings, arrays and other objects do not confuse it", arguments: [
+        (#"{"a": 1, "a": 2}"#, "a"),
+        (#"{"a": 1, "\u0061": 2}"#, "a"),
+        (#"{"events": [{"user": "u", "q": 1}, {"user": "v", "q": 2, "user": "w"}]}"#, "user"),
+        (#"{"x": {"a": 1}, "y": {"a": 1}, "x": 0}"#, "x"),
+        (#"{"\ud83d\ude00": 1, "😀": 2}"#, "😀"),
+        (#"{"a\"b": 1, "a\"b": 2}"#, "a\"b"),
+    ])
+    func duplicates(json: String, name: String) {
+        #expect(UntrustedJSON.duplicateKey(in: Array(json.utf8)) == name)
+    }
+
+    @Test("Bodies without a repeated member pass", arguments: [
+        #"{"a": 1, "b": {"a": 2}, "c": [{"a": 3}, {"a": 4}]}"#,
+        #"{"a": "a", "b": ["a", "a"], "s": "{\"a\": 1, \"a\": 2}"}"#,
+        #"["a", "a", {"a": 1}]"#,
+        #"{"a": 1, "b": "\\", "c": 3}"#,
+        #"{"unterminated": "#,
+        "",
+    ])
+    func noDuplicates(json: String) {
+        #expect(UntrustedJSON.duplicateKey(in: Array(json.utf8)) == nil)
+    }
 }
