@@ -1,3 +1,4 @@
+import BillingStore
 import BillingTestSupport
 import Foundation
 import Testing
@@ -33,6 +34,8 @@ struct CommandMessageTests {
         let settings = ["BILLINGD_DATABASE": directory.appendingPathComponent("l.sqlite3").path]
         let existing = directory.appendingPathComponent("existing.sqlite3").path
         FileManager.default.createFile(atPath: existing, contents: Data("keep".utf8))
+        // The ledger the read-only commands read: they never create one.
+        try LedgerDatabase.open(path: settings["BILLINGD_DATABASE"]!).close()
 
         let cases: [(arguments: [String], environment: [String: String], status: Int32, says: String)] = [
             (["inspect", "cus_unknown"], settings, 66, "The ledger has no object cus_unknown"),
@@ -42,6 +45,11 @@ struct CommandMessageTests {
             (["inspect", "cus_1"], settings.merging(["BILLINGD_PORT": "eighty"]) { $1 }, 78, "BILLINGD_PORT=eighty"),
             (["inspect", "cus_1"], ["BILLINGD_DATABASE": "/no/such/dir/l.sqlite3"], 78, "/no/such/dir"),
         ]
+            // A mistyped ledger path: every command that reads a ledger says so, and creates none.
+            + [["events"], ["inspect", "cus_1"], ["outbox"], ["export", "invoices"], ["backup", directory.appendingPathComponent("b.sqlite3").path],
+               ["replay"]].map {
+                ($0, ["BILLINGD_DATABASE": directory.appendingPathComponent("typo.sqlite3").path], 78, "which does not exist")
+            }
         for failure in cases {
             let result = try await billingd(failure.arguments, environment: failure.environment)
             #expect(result.status == failure.status, "\(failure.arguments): \(result.stderr)")
@@ -49,6 +57,17 @@ struct CommandMessageTests {
             #expect(!result.stderr.contains("Usage:"), "\(failure.arguments): \(result.stderr)")
         }
         #expect(String(decoding: FileManager.default.contents(atPath: existing) ?? Data(), as: UTF8.self) == "keep")
+
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("typo.sqlite3").path))
+
+        // What is echoed from outside is shown, not obeyed: a terminal's escape sequence stays text.
+        let escape = try await billingd(["inspect", "cus_\u{1B}[2J\u{1B}[31mred\r"], environment: settings)
+        #expect(escape.status == 66, "\(escape.stderr)")
+        #expect(!escape.stderr.contains("\u{1B}") && !escape.stderr.contains("\r"), "\(escape.stderr)")
+        #expect(escape.stderr.contains(#"cus_\u{1B}[2J\u{1B}[31mred\u{D}"#), "\(escape.stderr)")
+        let escapedOption = try await billingd(["events", "--limit", "\u{1B}]0;title\u{07}"], environment: settings)
+        #expect(escapedOption.status == 64)
+        #expect(!escapedOption.stderr.contains("\u{1B}") && !escapedOption.stderr.contains("\u{07}"), "\(escapedOption.stderr)")
 
         let badOption = try await billingd(["events", "--limit", "0"], environment: settings)
         #expect(badOption.status == 64)

@@ -2,6 +2,13 @@ import BillingCore
 import BillingStore
 import BillingTestSupport
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+// libc's `struct stat` counts as CoreFoundation's here (see AtomicExportFile.swift).
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
 import Testing
 
 /// Runs the built `billingd` (`swift build` first; BILLINGD_BINARY overrides) the way finance's
@@ -106,7 +113,7 @@ struct ExportProcessTests {
             database: database, arguments: ["export", "invoices", "--output", ledger.path("none.csv")], directory: ledger.directory)
         #expect(empty.status == 0)
         let none = try await ExportProcess.run(
-            database: database, arguments: ["export", "invoices", "--test", "--output", ledger.path("none.csv")],
+            database: database, arguments: ["export", "invoices", "--test", "--force", "--output", ledger.path("none.csv")],
             directory: ledger.directory)
         #expect(none.status == 0)
         #expect(none.errors.contains("No invoices matched (test mode"))
@@ -133,6 +140,49 @@ struct ExportProcessTests {
         #expect(!FileManager.default.fileExists(atPath: ledger.path("out.csv")))
     }
 
+    @Test("An existing file is replaced only with --force (exit 73 without); a FIFO or a symbolic link is refused either way and left as it was")
+    func existingTargets() async throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        try ledger.insert([LedgerInvoice(id: "in_1", currency: "usd", subtotal: 1234, created: 1_767_225_600)])
+        let database = ledger.path("ledger.sqlite3")
+        let existing = ledger.path("existing.csv")
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: existing))
+        let refused = try await ExportProcess.run(database: database, arguments: ["export", "invoices", "--output", existing], directory: ledger.directory)
+        #expect(refused.status == 73, "\(refused.errors)")
+        #expect(refused.errors.contains("--force"), "\(refused.errors)")
+        #expect(try String(contentsOfFile: existing, encoding: .utf8) == "keep me")
+        let summary = ledger.path("summary.json")
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: summary))
+        let summaryRefused = try await ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--output", ledger.path("new.csv"), "--summary-json", summary],
+            directory: ledger.directory)
+        #expect(summaryRefused.status == 73, "\(summaryRefused.errors)")
+        #expect(!FileManager.default.fileExists(atPath: ledger.path("new.csv")), "refused before anything was written")
+        let forced = try await ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--force", "--output", existing], directory: ledger.directory)
+        #expect(forced.status == 0, "\(forced.errors)")
+        #expect(try String(contentsOfFile: existing, encoding: .utf8).contains("in_1"))
+
+        let fifo = ledger.path("pipe.csv")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let link = ledger.path("link.csv")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: existing)
+        for target in [fifo, link] {
+            for force in [false, true] {
+                let run = try await ExportProcess.run(
+                    database: database, arguments: ["export", "invoices", "--output", target] + (force ? ["--force"] : []),
+                    directory: ledger.directory)
+                #expect(run.status == 73, "\(target) --force \(force): \(run.errors)")
+                #expect(run.errors.contains("regular files only"), "\(run.errors)")
+            }
+        }
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && (status.st_mode & S_IFMT) == S_IFIFO, "the FIFO is still a FIFO")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == existing, "the link is still a link")
+        #expect(try temporaryFiles(ledger.directory).isEmpty)
+    }
+
     @Test("kill -9 mid-export never leaves a partial file: the output is absent, or the previous complete one", arguments: [false, true])
     func killNineMidExport(previousExport: Bool) async throws {
         let ledger = try ExportLedger()
@@ -149,7 +199,8 @@ struct ExportProcessTests {
             #expect(previous?.count ?? 0 > 1000)
         }
 
-        let export = try ExportProcess.start(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
+        let export = try ExportProcess.start(
+            database: database, arguments: ["export", "invoices", "--force", "--output", output], directory: ledger.directory)
         try await waitForPartialWrite(in: ledger.directory, bytes: 1 << 20, process: export.process)
         try await Task.sleep(for: .milliseconds(Int.random(in: 0...150)))
         export.process.signal(SIGKILL)
@@ -164,7 +215,8 @@ struct ExportProcessTests {
         #expect(try temporaryFiles(ledger.directory).count == 1)
 
         // The next export replaces everything with a complete file.
-        let complete = try await ExportProcess.run(database: database, arguments: ["export", "invoices", "--output", output], directory: ledger.directory)
+        let complete = try await ExportProcess.run(
+            database: database, arguments: ["export", "invoices", "--force", "--output", output], directory: ledger.directory)
         #expect(complete.status == 0, "\(complete.errors)")
         let text = try String(contentsOfFile: output, encoding: .utf8)
         #expect(text.hasSuffix("\r\n"))

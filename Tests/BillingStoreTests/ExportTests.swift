@@ -2,6 +2,13 @@ import BillingCore
 import BillingStore
 import CSV
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+// libc's `struct stat` counts as CoreFoundation's here (see AtomicExportFile.swift).
+#if canImport(CoreFoundation)
+import CoreFoundation
+#endif
 import GRDB
 import Testing
 
@@ -619,7 +626,7 @@ struct AtomicExportFileTests {
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "a,b\r\n")
         #expect(!FileManager.default.fileExists(atPath: file.temporaryPath))
 
-        let second = try AtomicExportFile.create(path: path)
+        let second = try AtomicExportFile.create(path: path, overwrite: true)
         try second.writer.write(Array("partial".utf8))
         second.discard()
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "a,b\r\n")
@@ -632,7 +639,7 @@ struct AtomicExportFileTests {
         defer { ledger.remove() }
         let path = ledger.path("private.csv")
         _ = FileManager.default.createFile(atPath: path, contents: Data("old".utf8), attributes: [.posixPermissions: 0o600])
-        try AtomicExportFile.write(Array("new".utf8), to: path)
+        try AtomicExportFile.write(Array("new".utf8), to: path, overwrite: true)
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "new")
@@ -644,6 +651,32 @@ struct AtomicExportFileTests {
         defer { ledger.remove() }
         #expect(throws: InvoiceExportError.self) { try AtomicExportFile.create(path: ledger.path("missing/out.csv")) }
         #expect(throws: InvoiceExportError.self) { try AtomicExportFile.create(path: ledger.directory.path) }
+    }
+
+    @Test("A device is never replaced, even when overwriting is asked for; nothing is created beside it", arguments: ["/dev/null", "/dev/full"])
+    func devices(path: String) throws {
+        do {
+            let file = try AtomicExportFile.create(path: path, overwrite: true)
+            file.discard()
+            Issue.record("\(path) was taken for an output file")
+        } catch {
+            #expect(error.description.contains("a character device"), "\(error)")
+        }
+        var status = stat()
+        #expect(lstat(path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFCHR)
+    }
+
+    @Test("Without overwrite, a file that appears at the path while the export is written is kept, and the export fails")
+    func appearedMeanwhile() throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        let path = ledger.path("out.csv")
+        let file = try AtomicExportFile.create(path: path)
+        try file.writer.write(Array("export".utf8))
+        try Data("someone else's".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: InvoiceExportError.outputExists(path: path)) { try file.commit() }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "someone else's")
+        #expect(!FileManager.default.fileExists(atPath: file.temporaryPath))
     }
 }
 

@@ -48,7 +48,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore.reconcile", settings: settings)
-        try await global.withStore(settings, announcing: true) { store in
+        try await global.withStore(settings, announcing: true, creating: true) { store in
             let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
             var options = AppStoreReconciler.Options()
             options.dryRun = dryRun
@@ -133,7 +133,7 @@ struct AppStoreLookup: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        try await global.withStore(settings, announcing: true) { store in
+        try await global.withStore(settings, announcing: true, creating: true) { store in
             let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
             let ledger = store.appStore
             var rows: [[String: any Sendable]] = []
@@ -210,7 +210,7 @@ struct AppStoreHistory: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        try await global.withStore(settings, announcing: true) { store in
+        try await global.withStore(settings, announcing: true, creating: true) { store in
             let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
             for client in clients {
                 let history: [AppStoreSignedTransaction]
@@ -284,7 +284,7 @@ struct AppStoreTestNotification: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.appstore", settings: settings)
-        try await global.withStore(settings, announcing: true) { store in
+        try await global.withStore(settings, announcing: true, creating: true) { store in
             let clients = try await AppStoreClients.select(settings, environment: environment, store: store, logger: logger)
             guard let client = clients.first(where: { $0.configuration.environment == .sandbox }) ?? clients.first else { throw ExitCode(1) }
             let inbox = store.inbox

@@ -33,7 +33,16 @@ public struct Billingd: AsyncParsableCommand {
         } catch let failure as CommandFailure {
             failure.exit()
         } catch {
-            exit(withError: error)
+            // ArgumentParser's `exit(withError:)`, with the message's control characters escaped:
+            // a bad option echoes what was typed, or what a script passed on from outside.
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if code == .success {
+                if !message.isEmpty { print(message) }  // --help, --version
+            } else if !message.isEmpty {
+                FileHandle.standardError.write(Data((Output.printable(message) + "\n").utf8))
+            }
+            Foundation.exit(code.rawValue)
         }
     }
 }

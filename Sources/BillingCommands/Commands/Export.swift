@@ -18,7 +18,7 @@ struct Export: AsyncParsableCommand {
             discussion: """
                 Rows are ordered by creation time, then invoice id; the same ledger always gives byte-identical output. Amounts are given twice: as an exact decimal string in the currency's exponent (JPY 0, KWD 3, USD 2 …) and as integer minor units. The column schema is versioned (schema_version, see the README). The range is on the invoice's creation time, UTC, from inclusive and to exclusive: --from 2026-01 --to 2026-02 is January 2026.
 
-                --output is written to a temporary file beside it and renamed only when complete, so it never holds half an export. A per-currency totals summary goes to standard error (or to --summary-json FILE), to tie out against Stripe's dashboard.
+                --output is written to a temporary file beside it and moved into place only when complete, so it never holds half an export; an existing file is replaced only with --force, and only a regular file is ever written (a FIFO, device or symbolic link is refused: to feed one, write to standard output). A per-currency totals summary goes to standard error (or to --summary-json FILE), to tie out against Stripe's dashboard.
 
                 Examples:
                   billingd export invoices --from 2026-01 --to 2026-02 --output january.csv
@@ -69,6 +69,9 @@ struct Export: AsyncParsableCommand {
             "Write the per-currency totals summary as JSON to this file instead of standard error.", valueName: "file"))
         var summaryJSON: String?
 
+        @Flag(help: "Replace --output and --summary-json files that exist (regular files only; a FIFO, device or symbolic link is always refused: write to standard output to feed one).")
+        var force = false
+
         @Flag(help: "Start the CSV with a UTF-8 byte order mark, so that Excel reads names and descriptions correctly.")
         var bom = false
 
@@ -118,6 +121,14 @@ struct Export: AsyncParsableCommand {
             for status in request.statuses where !InvoiceExportRequest.knownStatuses.contains(status) {
                 Self.standardError("warning: \"\(status)\" is not an invoice status Stripe documents (\(InvoiceExportRequest.knownStatuses.joined(separator: ", "))); exporting the invoices that have it, if any.")
             }
+            // Before anything is read or reconciled: an output that will be refused is said at once.
+            for path in [output, summaryJSON].compactMap({ $0 }) where path != "-" {
+                do {
+                    _ = try AtomicExportFile.checkTarget(path, overwrite: force)
+                } catch {
+                    throw CommandFailure.cannotCreate(error.description)
+                }
+            }
             let settings = try global.settings()
             try await global.withStore(settings) { store in
                 if reconcileFirst {
@@ -139,7 +150,7 @@ struct Export: AsyncParsableCommand {
                 var file: AtomicExportFile?
                 if let output, output != "-" {
                     do {
-                        file = try AtomicExportFile.create(path: output)
+                        file = try AtomicExportFile.create(path: output, overwrite: force)
                     } catch {
                         throw CommandFailure.cannotCreate(String(describing: error))
                     }
@@ -162,13 +173,14 @@ struct Export: AsyncParsableCommand {
                         Self.standardError(InvoiceExportError.interrupted.description)
                         throw ExitCode(128 + (signal?.rawValue ?? 2))
                     }
+                    if case .outputExists = error as? InvoiceExportError { throw CommandFailure.cannotCreate("\(error)") }
                     if let error = error as? InvoiceExportError { throw CommandFailure(.ioError, error.description) }
                     throw error
                 }
 
                 if let summaryJSON {
                     do {
-                        try AtomicExportFile.write(Array(summary.json.utf8), to: summaryJSON)
+                        try AtomicExportFile.write(Array(summary.json.utf8), to: summaryJSON, overwrite: force)
                     } catch {
                         throw CommandFailure.cannotCreate("The export was written, but not its summary: \(error)")
                     }

@@ -30,7 +30,14 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the SQLite ledger BILLINGD_DATABASE names, with an error that says what to do.
-    func openSQLite(_ settings: Settings) throws -> SQLiteLedgerStore {
+    /// - Parameter creating: whether a missing file is created (a new ledger); commands that
+    ///   only read or work on what a ledger holds say no, so that a mistyped path is an error
+    ///   instead of an empty ledger left behind and an answer of nothing.
+    func openSQLite(_ settings: Settings, creating: Bool = true) throws -> SQLiteLedgerStore {
+        if !creating, !FileManager.default.fileExists(atPath: settings.databasePath) {
+            throw CommandFailure.configuration(
+                "BILLINGD_DATABASE names \(settings.databasePath), which does not exist: check the path (or BILLINGD_DATABASE_URL for PostgreSQL). A new ledger is created by `billingd serve` or `billingd migrate`.")
+        }
         do {
             return SQLiteLedgerStore(database: try LedgerDatabase.open(path: settings.databasePath))
         } catch let error as LedgerDatabaseError {
@@ -42,21 +49,23 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the ledger the settings name: the PostgreSQL one with BILLINGD_DATABASE_URL set
     /// (never falling back to SQLite then), else the SQLite file.
     /// - Parameter connections: the PostgreSQL pool's size; a command needs few.
-    func openStore(_ settings: Settings, connections: Int = 2) async throws -> any LedgerStore {
+    /// - Parameter creating: whether a missing SQLite file is created (see ``openSQLite(_:creating:)``).
+    func openStore(_ settings: Settings, connections: Int = 2, creating: Bool = true) async throws -> any LedgerStore {
         if let postgres = settings.databaseURL {
             return try await openPostgres(postgres, settings: settings, connections: connections)
         }
-        return try openSQLite(settings)
+        return try openSQLite(settings, creating: creating)
     }
 
     /// Runs `body` with the ledger the settings name, and closes it afterwards whatever `body`
     /// does. With `announcing`, the ledger's changes (reconcile's repairs, App Store repairs)
-    /// queue outbound events for the app as serve's do, under the plan catalog.
+    /// queue outbound events for the app as serve's do, under the plan catalog. A SQLite ledger
+    /// must exist unless `creating` (commands that fill a ledger from Stripe or Apple).
     func withStore<Value>(
-        _ settings: Settings, announcing: Bool = false, _ body: (any LedgerStore) async throws -> Value
+        _ settings: Settings, announcing: Bool = false, creating: Bool = false, _ body: (any LedgerStore) async throws -> Value
     ) async throws -> Value {
         let policy = announcing ? try Self.announcingPolicy(settings) : nil
-        var store = try await openStore(settings)
+        var store = try await openStore(settings, creating: creating)
         if let policy { store = store.announcing(policy) }
         let value: Value
         do {

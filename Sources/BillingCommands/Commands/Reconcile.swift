@@ -67,7 +67,7 @@ struct Reconcile: AsyncParsableCommand {
         // App Store reconcile rides along unless the run is about one connected account.
         let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]
         guard stripe != nil || !appStore.isEmpty else { throw CommandFailure.configuration(ReconcileError.noAPIKey.description) }
-        try await global.withStore(settings, announcing: true) { store in
+        try await global.withStore(settings, announcing: true, creating: true) { store in
 
             var stripeReport: ReconcileReport?
             var exitCode: Int32?

@@ -35,9 +35,10 @@ struct CommandFailure: Error, CustomStringConvertible {
     static func notFound(_ message: String) -> CommandFailure { CommandFailure(.notFound, message) }
     static func cannotCreate(_ message: String) -> CommandFailure { CommandFailure(.cannotCreate, message) }
 
-    /// Ends the process as `billingd`'s commands do: `Error: message` on standard error, then the status.
+    /// Ends the process as `billingd`'s commands do: `Error: message` on standard error (its
+    /// control characters escaped, see ``Output/printable(_:)``), then the status.
     func exit() -> Never {
-        FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("Error: \(Output.printable(message))\n".utf8))
         Foundation.exit(kind.rawValue)
     }
 }

@@ -11,6 +11,22 @@ enum Output {
     /// Whether standard error is a terminal (progress lines go there).
     static var stderrIsTerminal: Bool { isatty(2) == 1 }
 
+    /// `text` safe to print to a terminal: every control character but line feed and tab
+    /// (escape sequences, carriage returns, backspaces, C1 controls) written as `\u{1B}`, so
+    /// that an id or a path from outside can neither recolour nor rewrite what a person reads.
+    static func printable(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control, scalar != "\n", scalar != "\t" {
+                result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
     /// Pretty, key-sorted JSON of a value made of dictionaries, arrays, strings and numbers.
     static func json(_ value: Any) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: unwrap(value), options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data("null".utf8)

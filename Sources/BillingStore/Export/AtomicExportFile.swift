@@ -43,9 +43,16 @@ public struct FileDescriptorWriter: ExportDestination {
 }
 
 /// An export file that appears complete or not at all: bytes go to a temporary file in the same
-/// directory (`.NAME.billingd-RANDOM.tmp`), which ``commit()`` fsyncs and renames over `path`
-/// and whose directory it then fsyncs. A crash or `kill -9` before that leaves `path` as it was
+/// directory (`.NAME.billingd-RANDOM.tmp`), which ``commit()`` fsyncs and moves to `path` and
+/// whose directory it then fsyncs. A crash or `kill -9` before that leaves `path` as it was
 /// (absent, or the previous complete export) and at worst the hidden temporary file behind.
+///
+/// Only regular files are written. A FIFO, a device, a socket or a symbolic link at `path` is
+/// refused, with or without `overwrite`: a rename would replace it with a regular file (a
+/// FIFO's reader would never see the export; `/dev/null` would become a file). Whoever means to
+/// feed a pipe or a device writes to standard output instead. An existing regular file is
+/// replaced only with `overwrite`; without it, the temporary file is linked to `path`, which
+/// fails if anything appeared there meanwhile, so nothing is ever replaced by surprise.
 public struct AtomicExportFile: Sendable {
     /// The file the export is for.
     public let path: String
@@ -53,17 +60,16 @@ public struct AtomicExportFile: Sendable {
     public let temporaryPath: String
     /// Writes into the temporary file.
     public let writer: FileDescriptorWriter
+    /// Whether an existing regular file at `path` is replaced.
+    public let overwrite: Bool
 
     /// Creates the temporary file beside `path`. The finished file gets the mode of the file it
     /// replaces, or `0666` less the umask when there is none, as a shell redirection would.
-    public static func create(path: String) throws(InvoiceExportError) -> AtomicExportFile {
+    public static func create(path: String, overwrite: Bool = false) throws(InvoiceExportError) -> AtomicExportFile {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
+        let existingMode = try checkTarget(path, overwrite: overwrite)
         var status = stat()
-        if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-            throw .output(path: path, reason: "it is a directory; name a file")
-        }
-        let existingMode: mode_t? = stat(path, &status) == 0 ? status.st_mode & 0o7777 : nil
         if stat(directory, &status) != 0 || (status.st_mode & S_IFMT) != S_IFDIR {
             throw .output(path: path, reason: "the directory \(directory) does not exist")
         }
@@ -72,19 +78,43 @@ public struct AtomicExportFile: Sendable {
             let random = String(UInt64.random(in: 0...UInt64.max, using: &generator), radix: 36)
             let temporaryPath = url.deletingLastPathComponent()
                 .appendingPathComponent(".\(url.lastPathComponent).billingd-\(random).tmp").path
-            let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
             if descriptor < 0 {
                 if errno == EEXIST { continue }
                 throw .output(path: path, reason: "cannot create a temporary file in \(directory): \(String(cString: strerror(errno)))")
             }
             if let existingMode { _ = fchmod(descriptor, existingMode) }
             return AtomicExportFile(
-                path: path, temporaryPath: temporaryPath, writer: FileDescriptorWriter(descriptor: descriptor, name: path))
+                path: path, temporaryPath: temporaryPath, writer: FileDescriptorWriter(descriptor: descriptor, name: path),
+                overwrite: overwrite)
         }
         throw .output(path: path, reason: "cannot find a free temporary file name in \(directory)")
     }
 
-    /// Makes the export durable and visible: fsync, close, rename over `path`, fsync the directory.
+    /// What is at `path` now, refused unless it is nothing or (with `overwrite`) a regular file;
+    /// the permission bits of the file it will replace.
+    public static func checkTarget(_ path: String, overwrite: Bool) throws(InvoiceExportError) -> mode_t? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else { return nil }
+        let kind: String
+        switch status.st_mode & S_IFMT {
+        case S_IFREG:
+            guard overwrite else { throw .outputExists(path: path) }
+            return status.st_mode & 0o7777
+        case S_IFDIR: throw .output(path: path, reason: "it is a directory; name a file")
+        case S_IFLNK: kind = "a symbolic link"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFCHR: kind = "a character device"
+        case S_IFBLK: kind = "a block device"
+        case S_IFSOCK: kind = "a socket"
+        default: kind = "not a regular file"
+        }
+        throw .output(
+            path: path,
+            reason: "it is \(kind); --output writes regular files only (to feed a pipe or a device, write to standard output: leave out --output, or give -, and redirect)")
+    }
+
+    /// Makes the export durable and visible: fsync, close, move to `path`, fsync the directory.
     public func commit() throws(InvoiceExportError) {
         if fsync(writer.descriptor) != 0 {
             let reason = String(cString: strerror(errno))
@@ -96,16 +126,37 @@ public struct AtomicExportFile: Sendable {
             unlink(temporaryPath)
             throw .output(path: path, reason: "close failed: \(reason)")
         }
-        if rename(temporaryPath, path) != 0 {
-            let reason = String(cString: strerror(errno))
+        do {
+            try place()
+        } catch {
             unlink(temporaryPath)
-            throw .output(path: path, reason: "rename failed: \(reason)")
+            throw error
         }
         // The rename itself is durable only once the directory is synced.
         let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             _ = fsync(directory)
             close(directory)
+        }
+    }
+
+    /// Moves the finished temporary file to `path`: linked when nothing may be replaced (the
+    /// link fails if anything is there), else renamed over a regular file (checked again now).
+    private func place() throws(InvoiceExportError) {
+        if !overwrite {
+            if link(temporaryPath, path) == 0 {
+                unlink(temporaryPath)
+                return
+            }
+            if errno == EEXIST { throw .outputExists(path: path) }
+            // A file system without hard links: check, then rename.
+            guard [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV].contains(errno) else {
+                throw .output(path: path, reason: "link failed: \(String(cString: strerror(errno)))")
+            }
+        }
+        _ = try Self.checkTarget(path, overwrite: overwrite)
+        if rename(temporaryPath, path) != 0 {
+            throw .output(path: path, reason: "rename failed: \(String(cString: strerror(errno)))")
         }
     }
 
@@ -116,8 +167,8 @@ public struct AtomicExportFile: Sendable {
     }
 
     /// Writes `bytes` as the whole file, atomically (for the summary JSON).
-    public static func write(_ bytes: [UInt8], to path: String) throws(InvoiceExportError) {
-        let file = try create(path: path)
+    public static func write(_ bytes: [UInt8], to path: String, overwrite: Bool = false) throws(InvoiceExportError) {
+        let file = try create(path: path, overwrite: overwrite)
         do {
             try file.writer.write(bytes)
         } catch {

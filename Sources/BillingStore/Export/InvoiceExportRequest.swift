@@ -94,6 +94,8 @@ public enum InvoiceExportError: Error, Sendable, Equatable, CustomStringConverti
     case emptyRange(from: Int64, to: Int64)
     /// The output cannot be created or written; `reason` is the system's.
     case output(path: String, reason: String)
+    /// The output file exists and replacing it was not asked for (`--force`).
+    case outputExists(path: String)
     /// A signal stopped the export; the output file was not created.
     case interrupted
 
@@ -105,6 +107,8 @@ public enum InvoiceExportError: Error, Sendable, Equatable, CustomStringConverti
             "The range is empty: to (\(UTCTimestamp.string(to))) must be after from (\(UTCTimestamp.string(from))); from is inclusive, to exclusive."
         case .output(let path, let reason):
             "Cannot write \(path): \(reason)."
+        case .outputExists(let path):
+            "\(path) exists; add --force to replace it, or name another file."
         case .interrupted:
             "The export was interrupted; no output file was written."
         }
