@@ -266,7 +266,7 @@ struct AppStoreFakeEndToEndTests {
 
 @Suite(
     "billingd appstore lookup and reconcile: the built binary against AppStoreFake",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+    .needsBillingdBinary
 )
 struct AppStoreCommandTests {
     /// The settings that point the built billingd at the harness's fake, key and ledger.

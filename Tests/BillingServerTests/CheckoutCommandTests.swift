@@ -6,7 +6,7 @@ import Testing
 
 @Suite(
     "billingd checkout and billingd portal: the built binary against StripeFake",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+    .needsBillingdBinary
 )
 struct CheckoutCommandTests {
     /// The settings pointing at the harness's fake, ledger and a catalog file selling its prices.

@@ -5,7 +5,7 @@ import Testing
 
 @Suite(
     "What the CLI says when a setting is missing: the built binary",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+    .needsBillingdBinary
 )
 struct CommandMessageTests {
     @Test("Without STRIPE_API_KEY each command says what it needs the key for and which access, not reconcile's (issue 17 item 6)", arguments: [

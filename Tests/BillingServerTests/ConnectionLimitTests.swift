@@ -74,7 +74,7 @@ struct ConnectionLimitTests {
 
     @Test(
         "billingd serve reads the connection settings: with BILLINGD_IDLE_TIMEOUT=1s an idle connection is closed",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+        .needsBillingdBinary)
     func serveAppliesSettings() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-idle-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -92,7 +92,7 @@ struct ConnectionLimitTests {
     /// (`ApplicationConfiguration.with(address:)` does not copy `availableConnectionsDelegate`).
     @Test(
         "Beyond BILLINGD_MAX_CONNECTIONS a client waits to be accepted, and is served once a connection closes",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+        .needsBillingdBinary)
     func connectionCap() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-cap-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -261,7 +261,7 @@ struct DaemonTests {
 
     @Test(
         "In local mode, trigger has serve's Stripe fake hold the customer it sends, so the portal and Checkout work for a triggered user (issue 17 item 4)",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+        .needsBillingdBinary)
     func triggerHeldByLocalFake() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
@@ -289,7 +289,7 @@ struct DaemonTests {
 
     @Test(
         "In local mode, serve's App Store fake acts out `appstore trigger` and sends the notifications; the service API follows, `appstore history` reaches the fake, and a trigger the state forbids says what would work (issue 17 item 4)",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+        .needsBillingdBinary)
     func appStoreThroughLocalFake() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }

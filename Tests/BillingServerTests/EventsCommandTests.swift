@@ -5,7 +5,7 @@ import Testing
 
 @Suite(
     "billingd events retry: the built binary",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+    .needsBillingdBinary
 )
 struct EventsCommandTests {
     @Test("An id that failed in test and live mode is re-queued only where --mode says; alone, it asks which")

@@ -695,7 +695,7 @@ struct OutboxCrashTests {
 struct OutboxCommandTests {
     @Test(
         "send-test names each endpoint with the credentials in its URL masked, and exits 69 when one does not accept",
-        .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first"))
+        .needsBillingdBinary)
     func sendTestMasksCredentials() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }

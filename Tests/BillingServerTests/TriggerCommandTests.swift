@@ -3,7 +3,7 @@ import Testing
 
 @Suite(
     "billingd trigger: the built binary",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+    .needsBillingdBinary
 )
 struct TriggerCommandTests {
     @Test("A misspelt event type is refused with the nearest real ones (exit 64), before anything is posted or created")

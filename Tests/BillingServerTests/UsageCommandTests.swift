@@ -9,7 +9,7 @@ import Testing
 
 @Suite(
     "billingd usage report and billingd usage show: the built binary against StripeFake",
-    .enabled(if: FileManager.default.isExecutableFile(atPath: billingdBinaryPath), "run `swift build` first")
+    .needsBillingdBinary
 )
 struct UsageCommandTests {
     private func environment(_ bed: UsageReportBed) -> [String: String] {

@@ -35,5 +35,6 @@ billingd_ensure_packages() {
     fi
 }
 
-# The system libraries billingd links: SQLite (GRDB), libcurl (Stripe API), OpenSSL headers.
-billingd_build_packages=(libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates)
+# The system libraries billingd links: SQLite (GRDB), libcurl (Stripe API), OpenSSL headers; and
+# git, which SwiftPM needs to check out the package dependencies.
+billingd_build_packages=(libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates git)
