@@ -1,0 +1,68 @@
+import BillingStore
+import BillingTestSupport
+import Foundation
+import Testing
+
+/// A ledger of two users with subscriptions, on disk, for the commands to work on.
+private func populatedLedger() async throws -> TemporaryLedger {
+    var builder = UserLedgerBuilder()
+    for (user, customer, subscription) in [("user_a", "cus_a", "sub_a"), ("user_b", "cus_b", "sub_b")] {
+        builder.add("customer.created", UserFixtures.customer(customer, user: user))
+        builder.add("customer.subscription.created", UserFixtures.subscription(subscription, customer: customer, status: "active"))
+    }
+    builder.add("customer.subscription.updated", UserFixtures.subscription("sub_b", customer: "cus_b", status: "past_due"))
+    return try await builder.ledger()
+}
+
+@Suite("backup and replay --verify succeed: the built binary on a ledger with data", .needsBillingdBinary, .serialized)
+struct LedgerCommandTests {
+    @Test("backup writes a copy that opens with the same rows and events; an existing file needs --force")
+    func backup() async throws {
+        let ledger = try await populatedLedger()
+        defer { ledger.remove() }
+        let settings = ["BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path]
+        let target = ledger.directory.appendingPathComponent("backup.sqlite3").path
+        let events = try await ledger.store.inbox.count()
+        #expect(events == 5)
+
+        let result = try await billingd(["backup", target, "--json"], environment: settings)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(summary["events"] as? Int == events)
+        #expect(summary["path"] as? String == target)
+        #expect((summary["bytes"] as? Int ?? 0) > 0)
+
+        let copy = try LedgerDatabase.open(path: target)
+        let restored = SQLiteLedgerStore(database: copy)
+        #expect(try await restored.maintenance.dump() == (try await ledger.store.maintenance.dump()))
+        #expect(try await restored.inbox.count() == events)
+        try copy.close()
+
+        let again = try await billingd(["backup", target], environment: settings)
+        #expect(again.status == 73, "\(again.stderr)")
+        let forced = try await billingd(["backup", target, "--force"], environment: settings)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(forced.stdout.contains("Backed up \(events) events to \(target)"), "\(forced.stdout)")
+    }
+
+    @Test("replay --verify rebuilds the ledger from the inbox, finds it identical, and exits 0")
+    func replayVerify() async throws {
+        let ledger = try await populatedLedger()
+        defer { ledger.remove() }
+        let settings = ["BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path]
+        let before = try await ledger.store.maintenance.dump()
+        #expect(before.contains("sub_b"))
+
+        let result = try await billingd(["replay", "--verify", "--json"], environment: settings)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(summary["identical"] as? Bool == true)
+        #expect(summary["processed"] as? Int == 5)
+        #expect(summary["failed"] as? Int == 0)
+        #expect(try await ledger.store.maintenance.dump() == before)
+
+        let text = try await billingd(["replay", "--verify"], environment: settings)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("The rebuilt ledger is identical to the one before."), "\(text.stdout)")
+    }
+}
