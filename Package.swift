@@ -47,8 +47,12 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
-            // Apple's root, compiled in as bytes: the verifier's trust anchor needs no file at run time.
-            resources: [.embedInCode("AppStore/Verification/AppleRootCA-G3.cer")],
+            // Apple's roots, compiled in as bytes: the trust anchors need no file at run time. G3 signs
+            // the App Store's JWS; Apple Inc. Root signs StoreKit 1 app receipts.
+            resources: [
+                .embedInCode("AppStore/Verification/AppleRootCA-G3.cer"),
+                .embedInCode("AppStore/Verification/AppleIncRootCertificate.cer"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The ledger behind the LedgerStore protocols, implemented on SQLite with GRDB (migrations,
@@ -212,7 +216,12 @@ let package = Package(
         ),
         .testTarget(
             name: "BillingCoreTests",
-            dependencies: ["BillingCore"],
+            dependencies: [
+                "BillingCore",
+                // RSA test PKIs for receipts signed as Apple signs them.
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

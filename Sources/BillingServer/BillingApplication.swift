@@ -37,6 +37,8 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreOwnership: AppStoreOwnershipRule = .keep
     /// App Store Server API clients by environment: restores by history and legacy receipts.
     public var appStoreClients: [AppStoreEnvironment: AppStoreClient] = [:]
+    /// Checks that Apple signed a legacy receipt; without roots none verifies (and claims nothing).
+    public var appStoreReceiptVerifier = AppStoreReceiptVerifier()
 
     public init(
         store: any LedgerStore, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -84,7 +86,7 @@ public enum BillingApplication {
             store: dependencies.store, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
             appStore: .init(
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
-                clients: dependencies.appStoreClients)
+                clients: dependencies.appStoreClients, receiptVerifier: dependencies.appStoreReceiptVerifier)
         ).addRoutes(to: router)
         let metrics = dependencies.metrics
         let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }

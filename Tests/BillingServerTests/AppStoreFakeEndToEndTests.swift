@@ -43,15 +43,23 @@ final class FakeAppleHarness: Sendable {
         ledger.remove()
     }
 
-    /// The application with App Store support on, and the Server API client unless `clients` is false.
-    func application(clients: Bool = true) throws -> some ApplicationProtocol {
+    /// The application with App Store support on, and the Server API client unless `clients` is
+    /// false; legacy receipts verify to the fake's PKI, which signs them in ``signedReceipt(_:)``.
+    func application(clients: Bool = true, ownership: AppStoreOwnershipRule = .keep) throws -> some ApplicationProtocol {
         var dependencies = makeDependencies(ledger)
         dependencies.apiTokens = [userAPIToken]
         dependencies.plans = try fixtureCatalog("free-pro-enterprise")
         dependencies.scope = .test
         dependencies.appStoreVerifier = verifier
+        dependencies.appStoreOwnership = ownership
         dependencies.appStoreClients = clients ? [.sandbox: client] : [:]
+        dependencies.appStoreReceiptVerifier = try AppStoreReceiptVerifier(rootCertificates: [fake.pki.rootDER])
         return makeApplication(dependencies)
+    }
+
+    /// A StoreKit 1 app receipt naming `purchase`, signed as Apple would (by the fake's PKI).
+    func signedReceipt(_ purchase: AppStoreFake.Purchase?, bundleID: String = AppStoreTestbed.bundleID) -> String {
+        Self.receipt(purchase, bundleID: bundleID, signer: fake.pki.receiptSigner)
     }
 
     /// A reconcile of the Sandbox that applies what it recovers, on the fake's clock.
@@ -95,14 +103,17 @@ final class FakeAppleHarness: Sendable {
         return ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["signedPayload": notification.signedPayload]))
     }
 
-    /// A StoreKit 1 app receipt naming `purchase`, base64 as an app sends it.
-    static func receipt(_ purchase: AppStoreFake.Purchase?, bundleID: String = AppStoreTestbed.bundleID) -> String {
+    /// A StoreKit 1 app receipt naming `purchase`, base64 as an app sends it; unsigned (as anyone
+    /// can make one) unless a signer is given.
+    static func receipt(
+        _ purchase: AppStoreFake.Purchase?, bundleID: String = AppStoreTestbed.bundleID, signer: AppStoreSampleReceipt.Signer? = nil
+    ) -> String {
         let inApp = purchase.map {
             [AppStoreReceipt.InAppPurchase(
                 transactionID: $0.transactionID, originalTransactionID: $0.originalTransactionID, productID: $0.productID,
                 purchaseDate: $0.purchaseDate, expiresDate: $0.expiresDate)]
         }
-        return Data(AppStoreSampleReceipt.make(bundleID: bundleID, inApp: inApp ?? [])).base64EncodedString()
+        return Data(AppStoreSampleReceipt.make(bundleID: bundleID, inApp: inApp ?? [], signer: signer)).base64EncodedString()
     }
 }
 
@@ -114,11 +125,12 @@ struct AppStoreFakeEndToEndTests {
         let purchase = try await apple.fake.subscribe(productID: "com.example.pro.monthly")
         await apple.fake.advance(by: .seconds(301))  // a Sandbox month: renewed once
         let renewal = try await apple.transaction(try #require(await apple.fake.transactionIDs(originalTransactionID: purchase.originalTransactionID).last))
-        let receipt = FakeAppleHarness.receipt(purchase)
+        let receipt = apple.signedReceipt(purchase)
 
         try await apple.application().test(.router) { client in
             let restored = try await postJSON(client, "/v1/users/user_1/appstore/receipts", ["receipt_data": receipt])
             #expect(restored.status == .ok, "\(restored.text)")
+            #expect(restored.json["receipt_verified"] as? Bool == true)
             #expect(restored.json["plan"] as? String == "pro")
             #expect(restored.json["source"] as? String == "app_store")
             #expect(restored.json["restored_count"] as? Int == 1)
@@ -155,14 +167,15 @@ struct AppStoreFakeEndToEndTests {
     func refusedReceipts(_ case: String, status: Int, code: String) async throws {
         let apple = try await FakeAppleHarness()
         let purchase = try await apple.fake.subscribe(productID: "com.example.pro.monthly")
-        var receipt = FakeAppleHarness.receipt(purchase)
+        var receipt = apple.signedReceipt(purchase)
         switch `case` {
         case "not a receipt": receipt = Data("MIIT: a receipt, honest".utf8).base64EncodedString()
         case "another app": receipt = FakeAppleHarness.receipt(purchase, bundleID: "com.example.other")
         case "unknown to Apple":
             var unknown = AppStoreReceipt.InAppPurchase(transactionID: "2000009999999999", originalTransactionID: nil, productID: "com.example.pro.monthly")
             unknown.purchaseDate = purchase.purchaseDate
-            receipt = Data(AppStoreSampleReceipt.make(bundleID: AppStoreTestbed.bundleID, inApp: [unknown])).base64EncodedString()
+            receipt = Data(AppStoreSampleReceipt.make(bundleID: AppStoreTestbed.bundleID, inApp: [unknown], signer: apple.fake.pki.receiptSigner))
+                .base64EncodedString()
         case "Apple down": await apple.fake.inject(.status(503), times: 20, matching: .path("/inApps/v2/history"))
         default: break
         }
@@ -326,5 +339,143 @@ struct AppStoreCommandTests {
         #expect(!output.contains(#"eyJhbGciOiJFUzI1NiIs"#), "no ES256 token in the output")
         #expect(await apple.fake.refusedTokens.isEmpty)
         await apple.stop()
+    }
+}
+
+@Suite("Legacy receipts: only a receipt Apple signed claims or moves a purchase (issue 39)")
+struct UnverifiedReceiptTests {
+    static func notRestored(_ response: TestResponse) -> [String: String] {
+        var codes: [String: String] = [:]
+        for entry in response.json["not_restored"] as? [[String: Any]] ?? [] {
+            codes[entry["original_transaction_id"] as? String ?? "?"] = entry["code"] as? String
+        }
+        return codes
+    }
+
+    @Test("An unsigned receipt claims no purchase that is tied to nobody, and costs no App Store Server API call")
+    func unsignedClaimsNothing() async throws {
+        let apple = try await FakeAppleHarness()
+        let purchase = try await apple.fake.subscribe(productID: "com.example.pro.monthly")
+        let forged = FakeAppleHarness.receipt(purchase)
+        try await apple.application(ownership: .keep).test(.router) { client in
+            let response = try await postJSON(client, "/v1/users/mallory/appstore/receipts", ["receipt_data": forged])
+            #expect(response.status == .ok, "\(response.text)")
+            #expect(response.json["restored_count"] as? Int == 0)
+            #expect(response.json["plan"] as? String == "free")
+            #expect(response.json["receipt_verified"] as? Bool == false)
+            #expect((response.json["receipt_problem"] as? [String: Any])?["code"] as? String == "unsigned_receipt")
+            #expect(Self.notRestored(response) == [purchase.originalTransactionID: "receipt_not_verified"])
+        }
+        #expect(try await apple.owner(purchase.originalTransactionID) == nil)
+        #expect(try await apple.record(purchase.originalTransactionID) == nil)
+        #expect(await apple.fake.requests(matching: .path("/inApps/v2/history")).isEmpty)
+        await apple.stop()
+    }
+
+    @Test("With APPSTORE_OWNERSHIP=transfer an unsigned receipt does not take another user's purchase; a signed one does")
+    func unsignedTransfersNothing() async throws {
+        let apple = try await FakeAppleHarness()
+        let purchase = try await apple.fake.subscribe(productID: "com.example.pro.monthly")
+        try await apple.application(ownership: .transfer).test(.router) { client in
+            let victim = try await postJSON(client, "/v1/users/victim/appstore/receipts", ["receipt_data": apple.signedReceipt(purchase)])
+            #expect(victim.json["plan"] as? String == "pro", "\(victim.text)")
+            let historyCalls = await apple.fake.requests(matching: .path("/inApps/v2/history")).count
+
+            let forged = try await postJSON(
+                client, "/v1/users/mallory/appstore/receipts", ["receipt_data": FakeAppleHarness.receipt(purchase)])
+            #expect(forged.status == .ok, "\(forged.text)")
+            #expect(forged.json["plan"] as? String == "free")
+            #expect(Self.notRestored(forged) == [purchase.originalTransactionID: "receipt_not_verified"])
+            #expect(try await apple.owner(purchase.originalTransactionID) == "victim")
+            #expect(await apple.fake.requests(matching: .path("/inApps/v2/history")).count == historyCalls)
+
+            // Apple's signature is proof: the signed receipt moves it, as before.
+            let signed = try await postJSON(client, "/v1/users/mallory/appstore/receipts", ["receipt_data": apple.signedReceipt(purchase)])
+            #expect(signed.json["plan"] as? String == "pro", "\(signed.text)")
+        }
+        #expect(try await apple.owner(purchase.originalTransactionID) == "mallory")
+        await apple.stop()
+    }
+
+    @Test("The owner's own unsigned receipt still restores the purchase, with its newer periods")
+    func unsignedOwnerRestores() async throws {
+        let apple = try await FakeAppleHarness()
+        let purchase = try await apple.fake.subscribe(productID: "com.example.pro.monthly")
+        try await apple.application().test(.router) { client in
+            let first = try await postJSON(client, "/v1/users/user_1/appstore/receipts", ["receipt_data": apple.signedReceipt(purchase)])
+            #expect(first.json["restored_count"] as? Int == 1, "\(first.text)")
+            await apple.fake.advance(by: .seconds(301))  // a Sandbox month: renewed once
+            let again = try await postJSON(client, "/v1/users/user_1/appstore/receipts", ["receipt_data": FakeAppleHarness.receipt(purchase)])
+            #expect(again.status == .ok, "\(again.text)")
+            #expect(again.json["receipt_verified"] as? Bool == false)
+            #expect(again.json["restored_count"] as? Int == 1)
+            #expect(Self.notRestored(again).isEmpty)
+            #expect(again.json["plan"] as? String == "pro")
+        }
+        let renewal = try #require(await apple.fake.transactionIDs(originalTransactionID: purchase.originalTransactionID).last)
+        #expect(try await apple.record(purchase.originalTransactionID)?.transactionID == renewal)
+        #expect(try await apple.owner(purchase.originalTransactionID) == "user_1")
+        await apple.stop()
+    }
+
+    @Test("A receipt naming a transaction id that is not digits is refused before any API call", arguments: [
+        ".", "..", "../../v1/lookup", "2000000000000001/..", "%2e%2e",
+    ])
+    func malformedTransactionID(_ id: String) async throws {
+        let apple = try await FakeAppleHarness()
+        let purchase = AppStoreReceipt.InAppPurchase(transactionID: id, originalTransactionID: nil, productID: "com.example.pro.monthly")
+        let receipt = Data(AppStoreSampleReceipt.make(bundleID: AppStoreTestbed.bundleID, inApp: [purchase], signer: apple.fake.pki.receiptSigner))
+            .base64EncodedString()
+        try await apple.application().test(.router) { client in
+            let response = try await postJSON(client, "/v1/users/user_1/appstore/receipts", ["receipt_data": receipt])
+            #expect(response.status == .badRequest, "\(response.text)")
+            #expect(response.errorCode == "invalid_receipt")
+        }
+        #expect(await apple.fake.requests(matching: .path("/inApps/v2/history")).isEmpty)
+        await apple.stop()
+    }
+
+    @Test("The App Store Server API client never puts . or .. or a non-digit transaction id into a path")
+    func clientRefusesDotSegments() async throws {
+        let apple = try await FakeAppleHarness()
+        for id in [".", "..", "abc", "1/2", ""] {
+            let history = await #expect(throws: AppStoreAPIError.self) { try await apple.client.transactionHistory(transactionID: id) }
+            #expect(history?.kind == .invalidRequest)
+            #expect(history?.attempts == 0)
+            let info = await #expect(throws: AppStoreAPIError.self) { try await apple.client.transactionInfo(transactionID: id) }
+            #expect(info?.kind == .invalidRequest)
+        }
+        for id in [".", ".."] {
+            let order = await #expect(throws: AppStoreAPIError.self) { try await apple.client.lookUpOrder(orderID: id) }
+            #expect(order?.kind == .invalidRequest)
+        }
+        #expect(await apple.fake.requests(matching: .any).isEmpty)
+        await apple.stop()
+    }
+
+    @Test("An empty restore answers in the mode of the accepted environments: Sandbox-only is test mode", arguments: [
+        (Set([AppStoreEnvironment.sandbox]), false), (Set([AppStoreEnvironment.production, .sandbox]), true),
+    ])
+    func emptyRestoreMode(_ environments: Set<AppStoreEnvironment>, livemode: Bool) async throws {
+        let pki = try AppStoreTestPKI()
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        var dependencies = makeDependencies(ledger)
+        dependencies.apiTokens = [userAPIToken]
+        dependencies.appStoreVerifier = try AppStoreVerifier(.init(
+            bundleID: AppStoreTestbed.bundleID, appAppleID: AppStoreTestbed.appAppleID, environments: environments,
+            rootCertificates: [pki.rootDER]))
+        dependencies.appStoreReceiptVerifier = try AppStoreReceiptVerifier(rootCertificates: [pki.rootDER])
+        let emptyReceipt = Data(AppStoreSampleReceipt.make(
+            bundleID: AppStoreTestbed.bundleID, inApp: [], receiptType: "Production", signer: pki.receiptSigner)).base64EncodedString()
+        try await makeApplication(dependencies).test(.router) { client in
+            let restore = try await postJSON(client, "/v1/users/user_1/appstore/restore", ["transactions": [String]()])
+            #expect(restore.status == .ok, "\(restore.text)")
+            #expect(restore.json["livemode"] as? Bool == livemode)
+            let receipt = try await postJSON(client, "/v1/users/user_1/appstore/receipts", ["receipt_data": emptyReceipt])
+            #expect(receipt.status == .ok, "\(receipt.text)")
+            #expect(receipt.json["livemode"] as? Bool == livemode)
+            #expect(receipt.json["restored_count"] as? Int == 0)
+        }
     }
 }

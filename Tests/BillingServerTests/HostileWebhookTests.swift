@@ -132,3 +132,71 @@ struct HostileAppStoreWebhookTests {
         #expect(try await ledger.store.inbox.count() == 0)
     }
 }
+
+@Suite("POST /webhooks/appstore: unauthenticated size (issue 39)")
+struct OversizedAppStoreWebhookTests {
+    /// A notification body whose signedPayload has `header` as its JOSE header.
+    static func body(header: String, payload: String = #"{"signedDate":1}"#) -> [UInt8] {
+        let jws = JWSBase64URL.encode(Array(header.utf8)) + "." + JWSBase64URL.encode(Array(payload.utf8)) + ".AAAA"
+        return Array(#"{"signedPayload":""#.utf8) + Array(jws.utf8) + Array(#""}"#.utf8)
+    }
+
+    static func x5c(_ count: Int) -> String {
+        "[" + Array(repeating: #""MIIB""#, count: count).joined(separator: ",") + "]"
+    }
+
+    @Test("Oversized or overlong input is refused with its JSON 4xx before it is decoded", arguments: [
+        ("a header segment over 16 KiB", 400, "invalid_jws"),
+        ("an x5c of four entries", 400, "invalid_chain_length"),
+        ("an x5c of 1,500 entries", 400, "invalid_chain_length"),
+        ("a header of 200 members", 400, "invalid_jws"),
+        ("a body over 64 KiB", 413, "body_too_large"),
+        ("a body of 85,000 x5c entries", 413, "body_too_large"),
+    ])
+    func refused(_ case: String, status: Int, code: String) async throws {
+        let bed = try AppStoreTestbed()
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let body: [UInt8]
+        switch `case` {
+        case "a header segment over 16 KiB":
+            body = Self.body(header: #"{"alg":"ES256","pad":""# + String(repeating: "A", count: 13_000) + #""}"#)
+        case "an x5c of four entries": body = Self.body(header: #"{"alg":"ES256","x5c":"# + Self.x5c(4) + "}")
+        case "an x5c of 1,500 entries": body = Self.body(header: #"{"x5c":"# + Self.x5c(1_500) + "}")
+        case "a header of 200 members":
+            body = Self.body(header: "{" + (0..<200).map { #""k\#($0)":0"# }.joined(separator: ",") + "}")
+        case "a body over 64 KiB": body = Self.body(header: #"{"alg":"ES256"}"#, payload: String(repeating: " ", count: 70_000))
+        default: body = Self.body(header: #"{"x5c":"# + Self.x5c(85_000) + "}")
+        }
+        #expect(body.count < 1 << 20)
+        try await bed.application(ledger, catalog: .freeOnly).test(.router) { client in
+            let response = try await client.execute(uri: "/webhooks/appstore", method: .post, body: ByteBuffer(bytes: body))
+            #expect(Int(response.status.code) == status, "\(String(buffer: response.body))")
+            #expect(response.errorCode == code)
+        }
+        #expect(try await ledger.store.inbox.count() == 0)
+    }
+
+    @Test("The x5c bound is checked on the header's bytes, before its JSON is parsed")
+    func x5cCheckedBeforeDecoding() async throws {
+        let bed = try AppStoreTestbed()
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        // Not JSON after the array, and alg none: the decoder would answer invalid_jws or
+        // unsupported_algorithm; the scan answers first.
+        let body = Self.body(header: #"{"alg":"none","x5c":"# + Self.x5c(4) + ", !!")
+        try await bed.application(ledger, catalog: .freeOnly).test(.router) { client in
+            let response = try await client.execute(uri: "/webhooks/appstore", method: .post, body: ByteBuffer(bytes: body))
+            #expect(response.status == .badRequest)
+            #expect(response.errorCode == "invalid_chain_length", "\(String(buffer: response.body))")
+        }
+    }
+}
+
+/// Unpadded base64url, as JWS segments are written.
+enum JWSBase64URL {
+    static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

@@ -160,12 +160,31 @@ public final class AppStoreClient: Sendable {
         }
     }
 
-    /// A path segment as given, refusing what could change the path (ids are digits, order ids
-    /// letters and digits, tokens base64-ish).
+    /// A path segment as given, refusing what could change the path (order ids are letters and
+    /// digits, tokens base64-ish): only ASCII letters, digits, `-`, `_` and `.`, and never only
+    /// dots, which a URL resolves to the same or the parent path (`/lookup/..` is `/`).
     static func segment(_ id: String, route: String) throws(AppStoreAPIError) -> String {
-        guard !id.isEmpty, id.count <= 128, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) else {
-            throw AppStoreAPIError(kind: .invalidRequest, message: "\"\(id.prefix(40))\" is not a valid identifier", route: route, attempts: 0)
+        guard !id.isEmpty, id.count <= 128, id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }),
+            !id.allSatisfy({ $0 == "." })
+        else {
+            throw AppStoreAPIError(kind: .invalidRequest, message: "\(quoted(id)) is not a valid identifier", route: route, attempts: 0)
         }
         return id
+    }
+
+    /// A transaction id as a path segment: decimal digits only (``AppStoreTransactionID``).
+    static func transactionSegment(_ id: String, route: String) throws(AppStoreAPIError) -> String {
+        guard AppStoreTransactionID.isWellFormed(id) else {
+            throw AppStoreAPIError(
+                kind: .invalidRequest,
+                message: "\(quoted(id)) is not an App Store transaction id (1 to \(AppStoreTransactionID.maximumLength) digits); no request was made",
+                route: route, attempts: 0)
+        }
+        return id
+    }
+
+    /// At most 40 characters of an identifier from outside, printable ASCII only, for a message.
+    private static func quoted(_ id: String) -> String {
+        "\"" + String(id.prefix(40).map { $0.isASCII && !$0.isWhitespace && $0.asciiValue.map { $0 >= 0x20 && $0 < 0x7f } == true ? $0 : "?" }) + "\""
     }
 }

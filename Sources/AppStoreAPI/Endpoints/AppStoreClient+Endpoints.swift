@@ -11,7 +11,7 @@ extension AppStoreClient {
         -> [AppStoreLastTransaction]
     {
         let route = "/inApps/v1/subscriptions/{transactionId}"
-        let id = try Self.segment(transactionID, route: route)
+        let id = try Self.transactionSegment(transactionID, route: route)
         let body = try await send(.get, path: "/inApps/v1/subscriptions/\(id)", route: route, priority: priority)
         let answer = try decode(StatusResponse.self, body, route: route)
         var result: [AppStoreLastTransaction] = []
@@ -34,7 +34,7 @@ extension AppStoreClient {
         transactionID: String, revision: String? = nil, priority: RequestPriority = .interactive
     ) async throws(AppStoreAPIError) -> AppStoreTransactionPage {
         let route = "/inApps/v2/history/{transactionId}"
-        let id = try Self.segment(transactionID, route: route)
+        let id = try Self.transactionSegment(transactionID, route: route)
         var query = "sort=ASCENDING"
         if let revision { query += "&revision=" + Self.queryValue(revision) }
         let body = try await send(.get, path: "/inApps/v2/history/\(id)", route: route, query: query, priority: priority)
@@ -62,7 +62,7 @@ extension AppStoreClient {
         -> AppStoreSignedTransaction
     {
         let route = "/inApps/v1/transactions/{transactionId}"
-        let id = try Self.segment(transactionID, route: route)
+        let id = try Self.transactionSegment(transactionID, route: route)
         let body = try await send(.get, path: "/inApps/v1/transactions/\(id)", route: route, priority: priority)
         guard let jws = try decode(TransactionInfoResponse.self, body, route: route).signedTransactionInfo else {
             throw AppStoreAPIError(kind: .decoding, message: "the answer has no signedTransactionInfo", route: route)
@@ -75,7 +75,7 @@ extension AppStoreClient {
         async throws(AppStoreAPIError) -> AppStoreTransactionPage
     {
         let route = "/inApps/v2/refund/lookup/{transactionId}"
-        let id = try Self.segment(transactionID, route: route)
+        let id = try Self.transactionSegment(transactionID, route: route)
         let query = revision.map { "revision=" + Self.queryValue($0) } ?? ""
         let body = try await send(.get, path: "/inApps/v2/refund/lookup/\(id)", route: route, query: query, priority: priority)
         return try await page(decode(TransactionsResponse.self, body, route: route), route: route)

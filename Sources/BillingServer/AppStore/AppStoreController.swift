@@ -14,7 +14,8 @@ import Logging
 ///   for each; answers `restored_count`, `not_restored` and the view.
 /// - `POST /v1/users/{user}/appstore/receipts` `{"receipt_data": base64}`: a StoreKit 1 app
 ///   receipt; its transaction id is looked up with Get Transaction History, whose verified
-///   transactions are recorded for the user; answers like a restore.
+///   transactions are recorded for the user — only if Apple signed the receipt; an unverified
+///   one restores only purchases already the user's; answers like a restore.
 /// - `GET /v1/users/{user}/appstore/account-token`: the user's `appAccountToken`.
 public struct AppStoreController: Sendable {
     /// What the endpoints need besides the ledger.
@@ -27,15 +28,19 @@ public struct AppStoreController: Sendable {
         /// App Store Server API clients by environment; without one, a reported transaction is
         /// recorded alone (no history) and legacy receipts answer 503.
         public var clients: [AppStoreEnvironment: AppStoreClient]
+        /// Checks that Apple signed a legacy receipt (`APPSTORE_RECEIPT_ROOT_CERTIFICATES`); one
+        /// with no root verifies none, and unverified receipts claim nothing.
+        public var receiptVerifier: AppStoreReceiptVerifier
 
         public init(
             verifier: AppStoreVerifier?, ownership: AppStoreOwnershipRule = .keep, users: UserController.Configuration = .init(),
-            clients: [AppStoreEnvironment: AppStoreClient] = [:]
+            clients: [AppStoreEnvironment: AppStoreClient] = [:], receiptVerifier: AppStoreReceiptVerifier = AppStoreReceiptVerifier()
         ) {
             self.verifier = verifier
             self.ownership = ownership
             self.users = users
             self.clients = clients
+            self.receiptVerifier = receiptVerifier
         }
     }
 
@@ -100,42 +105,60 @@ public struct AppStoreController: Sendable {
         }
     }
 
-    /// A legacy receipt restored: read for a transaction id, whose whole history is fetched from
-    /// the App Store Server API (Production first, unless the receipt says sandbox), verified,
-    /// and recorded for the user. The receipt itself proves nothing (its signature is not
-    /// checked); Apple's signed history does, and the ownership rule keeps a purchase with the
-    /// user who has it.
+    /// A legacy receipt restored: read for its purchases, whose whole history is fetched from the
+    /// App Store Server API (Production first, unless the receipt says sandbox), verified, and
+    /// recorded for the user. Only a receipt Apple signed (``AppStoreReceiptVerifier``) may tie
+    /// a purchase to the user or move it from another; an unverified one restores only what is
+    /// already the user's. Every cheap check — the receipt's form, its bundle id, its purchases'
+    /// ids, Xcode — comes before any call, so a bogus receipt costs no share of the API's rate.
     func restore(receipt text: String, for user: String, logger: Logger) async throws -> Response {
         guard configuration.verifier != nil else { throw Self.notConfigured }
-        let receipt: AppStoreReceipt
+        let read: AppStoreVerifiedReceipt
         do {
-            receipt = try AppStoreReceipt(base64: text)
+            read = try await configuration.receiptVerifier.read(base64: text)
         } catch {
             let status: HTTPResponse.Status = error.code == .receiptTooLarge ? .contentTooLarge : .badRequest
             throw APIError(status, code: error.code.rawValue, message: error.message)
         }
+        if let problem = read.problem {
+            logger.notice("legacy receipt not verified: it restores only purchases already the user's", metadata: ["reason": "\(problem.code.rawValue)"])
+        }
+        let receipt = read.receipt
         let bundleID = configuration.verifier?.configuration.bundleID
         if let named = receipt.bundleID, let bundleID, named != bundleID {
             throw APIError(
                 .badRequest, code: "invalid_receipt",
                 message: "The receipt is for the app \(UserRequest.printable(named)), not \(bundleID) (APPSTORE_BUNDLE_ID).")
         }
-        guard let transactionID = receipt.transactionIDForLookup else {
+        let originals = Self.originalTransactionIDs(of: receipt)
+        if let malformed = originals.first(where: { !AppStoreTransactionID.isWellFormed($0) }) {
+            throw APIError(
+                .badRequest, code: "invalid_receipt",
+                message: "The receipt names the transaction \(UserRequest.printable(String(malformed.prefix(40)))), which is not an App Store transaction id (digits).")
+        }
+        let likeliest = Self.environments(for: receipt).filter(acceptedEnvironments.contains)
+        guard !originals.isEmpty else {
             // Nothing bought in the app: the view as it stands.
-            return try await restoreResponse(user, outcomes: [], environment: Self.environments(for: receipt).first?.rawValue)
+            return try await restoreResponse(user, outcomes: [], environment: likeliest.first?.rawValue, receipt: read)
         }
         if receipt.receiptType == AppStoreEnvironment.xcode.rawValue {
             throw APIError(
                 .badRequest, code: "invalid_receipt",
                 message: "The receipt was made by Xcode's StoreKit testing, whose purchases the App Store Server API does not know. Test receipts with a sandbox account instead.")
         }
-        let environments = Self.environments(for: receipt).filter { configuration.clients[$0] != nil }
+        let environments = likeliest.filter { configuration.clients[$0] != nil }
         guard !environments.isEmpty else {
             throw APIError(
                 .serviceUnavailable, code: "appstore_api_not_configured",
                 message: "Legacy receipts are looked up with the App Store Server API: set APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY (an In-App Purchase key from App Store Connect) and restart billingd.")
         }
+        var lookedUp: [AppStoreEnvironment] = []
         for environment in environments {
+            // A verified receipt looks its first purchase up; an unverified one only a purchase
+            // already tied to this user, so strangers' ids cost no call.
+            let owned = read.isVerified ? [] : try await ledger.originalTransactionIDs(originals, ownedBy: user, environment: environment.rawValue)
+            guard let transactionID = read.isVerified ? originals.first : originals.first(where: owned.contains) else { continue }
+            lookedUp.append(environment)
             let history: [AppStoreSignedTransaction]
             do {
                 history = try await configuration.clients[environment]!.completeTransactionHistory(transactionID: transactionID)
@@ -147,15 +170,45 @@ public struct AppStoreController: Sendable {
                 throw Self.unavailable(error)
             }
             guard !history.isEmpty else { continue }
-            let reports = history.map {
-                AppStoreAppTransaction(user: user, ownership: configuration.ownership, signedTransaction: $0.jws, transaction: $0.transaction)
+            if read.isVerified {
+                let reports = history.map {
+                    AppStoreAppTransaction(user: user, ownership: configuration.ownership, signedTransaction: $0.jws, transaction: $0.transaction)
+                }
+                let outcomes = try await ledger.record(reports, receivedAt: nowMilliseconds)
+                return try await restoreResponse(user, outcomes: outcomes, environment: environment.rawValue, receipt: read)
+            }
+            // Unverified: only what is already this user's, and under `keep`, so that a purchase
+            // moved to another user meanwhile stays theirs.
+            let mine = try await ledger.originalTransactionIDs(history.map(\.transaction.originalTransactionID), ownedBy: user, environment: environment.rawValue)
+            let reports = history.filter { mine.contains($0.transaction.originalTransactionID) }.map {
+                AppStoreAppTransaction(user: user, ownership: .keep, signedTransaction: $0.jws, transaction: $0.transaction)
             }
             let outcomes = try await ledger.record(reports, receivedAt: nowMilliseconds)
-            return try await restoreResponse(user, outcomes: outcomes, environment: environment.rawValue)
+            let others = originals + history.map(\.transaction.originalTransactionID)
+            return try await restoreResponse(
+                user, outcomes: outcomes, environment: environment.rawValue, receipt: read, unverified: others.filter { !mine.contains($0) })
         }
+        if !read.isVerified && lookedUp.isEmpty {
+            // None of the receipt's purchases is this user's: nothing to look at, nothing claimed.
+            return try await restoreResponse(user, outcomes: [], environment: likeliest.first?.rawValue, receipt: read, unverified: originals)
+        }
+        let transactionID = originals[0]
         throw APIError(
             .badRequest, code: "receipt_transaction_not_found",
             message: "The App Store has no transaction \(UserRequest.printable(transactionID)) for this app in \(environments.map(\.rawValue).joined(separator: " or ")); the receipt is not from this app's store purchases.")
+    }
+
+    /// The original transaction ids a receipt names (a purchase's transaction id when it has
+    /// none), each once, in the receipt's order: the first is the one Apple's `ReceiptUtility`
+    /// would look up (``AppStoreReceipt/transactionIDForLookup``).
+    static func originalTransactionIDs(of receipt: AppStoreReceipt) -> [String] {
+        var seen = Set<String>()
+        return receipt.inAppPurchases.map { $0.originalTransactionID ?? $0.transactionID }.filter { seen.insert($0).inserted }
+    }
+
+    /// The environments this billingd accepts data from (`APPSTORE_ENVIRONMENTS`).
+    var acceptedEnvironments: Set<AppStoreEnvironment> {
+        configuration.verifier?.configuration.environments ?? [.production, .sandbox]
     }
 
     /// The environments to ask about a receipt, the likelier first: its receipt type is a hint.
@@ -182,8 +235,14 @@ public struct AppStoreController: Sendable {
         }
     }
 
-    /// A restore's answer: the view, how many purchases were restored, and which were not.
-    func restoreResponse(_ user: String, outcomes: [AppStoreReportOutcome], environment: String?) async throws -> Response {
+    /// A restore's answer: the view, how many purchases were restored, and which were not —
+    /// another user's (`transaction_owned_by_other_user`), or named by a receipt Apple's
+    /// signature does not vouch for (`receipt_not_verified`). A receipt's answer says whether it
+    /// verified (`receipt_verified`) and, if not, why (`receipt_problem`).
+    func restoreResponse(
+        _ user: String, outcomes: [AppStoreReportOutcome], environment: String?, receipt: AppStoreVerifiedReceipt? = nil,
+        unverified: [String] = []
+    ) async throws -> Response {
         var restored = Set<String>()
         var refused: [String] = []
         for outcome in outcomes {
@@ -192,18 +251,35 @@ public struct AppStoreController: Sendable {
             case .ownedByOtherUser(let original): refused.append(original)
             }
         }
+        let owned = Set(refused).subtracting(restored)
         let view = try await view(of: user, environment: environment)
         return UserJSONResponse.response(view.jsonBytes { json in
             json.field("restored_count", Int64(restored.count))
             json.key("not_restored")
             json.beginArray()
-            for original in Set(refused).subtracting(restored).sorted() {
+            for original in owned.sorted() {
                 json.beginObject()
                 json.field("original_transaction_id", original)
                 json.field("code", "transaction_owned_by_other_user")
                 json.endObject()
             }
+            for original in Set(unverified).subtracting(restored).subtracting(owned).sorted() {
+                json.beginObject()
+                json.field("original_transaction_id", original)
+                json.field("code", "receipt_not_verified")
+                json.endObject()
+            }
             json.endArray()
+            if let receipt {
+                json.field("receipt_verified", receipt.isVerified)
+                if let problem = receipt.problem {
+                    json.key("receipt_problem")
+                    json.beginObject()
+                    json.field("code", problem.code.rawValue)
+                    json.field("message", problem.message)
+                    json.endObject()
+                }
+            }
         })
     }
 
@@ -251,9 +327,11 @@ public struct AppStoreController: Sendable {
         }
     }
 
-    /// The user's subscription view in the mode of an App Store environment (Production is live).
+    /// The user's subscription view in the mode of an App Store environment (Production is live);
+    /// without one (an empty restore), in the mode of the accepted environments: live only if
+    /// Production is accepted, so a Sandbox-only billingd answers in test mode.
     func view(of user: String, environment: String?) async throws -> SubscriptionView {
-        let livemode = AppStoreEnvironment(rawValue: environment ?? "Production").isLive
+        let livemode = environment.map { AppStoreEnvironment(rawValue: $0).isLive } ?? acceptedEnvironments.contains(.production)
         let scope = ServiceScope(livemode: livemode)
         let billing = try await users.billing(of: user, in: scope, stripeEntitlements: false)
         return SubscriptionView(billing: billing, catalog: configuration.users.catalog, now: Int64(configuration.users.now().timeIntervalSince1970))

@@ -19,7 +19,13 @@ public struct AppStoreWebhookController: Sendable {
     let configuration: WebhookController.Configuration
     let now: @Sendable () -> Date
 
-    /// - Parameter configuration: the body limit and store deadline, as Stripe's endpoint.
+    /// The largest notification body accepted, whatever the general body limit: a real one (a
+    /// JWS with two JWS and three certificate chains inside) is about 15 KB, and the endpoint is
+    /// public, so a larger body is refused (413 `body_too_large`) before it is read whole.
+    public static let maximumBodySize = 64 << 10
+
+    /// - Parameter configuration: the store deadline, and the body limit as Stripe's endpoint,
+    ///   capped at ``maximumBodySize``.
     public init(
         verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics,
         configuration: WebhookController.Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
@@ -52,7 +58,7 @@ public struct AppStoreWebhookController: Sendable {
     }
 
     private func ingest(_ request: Request, logger: Logger) async throws -> Response {
-        let body = try await RequestBody.collect(request, limit: configuration.maximumBodySize)
+        let body = try await RequestBody.collect(request, limit: min(configuration.maximumBodySize, Self.maximumBodySize))
         let notification = try await Self.verify(body, with: verifier)
         let environment = notification.environment ?? AppStoreEnvironment.production.rawValue
         let delivery = InboxDelivery.appStore(notification, body: body, receivedAt: Int64(now().timeIntervalSince1970 * 1000))

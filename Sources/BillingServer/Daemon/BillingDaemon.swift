@@ -93,6 +93,7 @@ public struct BillingDaemon: Sendable {
         var appStoreClients = try settings.appStoreClients(logger: logger)
         let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
         let appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
+        let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings, localPKI: localPKI)
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // Local mode without a Stripe key: Checkout, the portal and cancel go to a Stripe fake.
@@ -174,6 +175,7 @@ public struct BillingDaemon: Sendable {
         dependencies.appStoreVerifier = appStoreVerifier
         dependencies.appStoreOwnership = settings.appStoreOwnership
         dependencies.appStoreClients = appStoreClients
+        dependencies.appStoreReceiptVerifier = appStoreReceiptVerifier
         // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
         // key) that accepts Production data answers in live mode.
         let appStoreLive = settings.apiKey == nil && settings.appStoreBundleID != nil && settings.appStoreAppAppleID != nil

@@ -12,7 +12,7 @@ public enum AppStoreSupport {
     /// The verifier `serve` uses; nil when App Store support is off. In local mode it also trusts
     /// the local PKI (and, without `APPSTORE_BUNDLE_ID`, accepts the local bundle id).
     public static func verifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreVerifier? {
-        var roots = try settings.appStoreRootCertificates.map(loadCertificate)
+        var roots = try settings.appStoreRootCertificates.map { try loadCertificate(path: $0) }
         if roots.isEmpty { roots = [AppleRootCertificates.g3] }
         guard let bundleID = settings.appStoreBundleID ?? (localPKI == nil ? nil : localBundleID) else { return nil }
         if let localPKI { roots.append(localPKI.rootDER) }
@@ -25,16 +25,30 @@ public enum AppStoreSupport {
         }
     }
 
+    /// The verifier of StoreKit 1 receipts `serve` uses: the configured receipt roots, else Apple
+    /// Inc. Root; in local mode also the local PKI's root, which signs local sample receipts.
+    public static func receiptVerifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreReceiptVerifier {
+        let setting = "APPSTORE_RECEIPT_ROOT_CERTIFICATES"
+        var roots = try settings.appStoreReceiptRootCertificates.map { try loadCertificate(path: $0, setting: setting) }
+        if roots.isEmpty { roots = [AppleRootCertificates.appleIncRoot] }
+        if let localPKI { roots.append(localPKI.rootDER) }
+        do {
+            return try AppStoreReceiptVerifier(rootCertificates: roots)
+        } catch {
+            throw SettingsError.invalid(setting, nil, "X.509 certificates (DER or PEM): \(error.message)")
+        }
+    }
+
     /// A certificate file as DER: DER as it is, PEM decoded from its first CERTIFICATE block.
-    public static func loadCertificate(path: String) throws -> [UInt8] {
+    public static func loadCertificate(path: String, setting: String = "APPSTORE_ROOT_CERTIFICATES") throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", path, "paths of readable certificate files (DER or PEM)")
+            throw SettingsError.invalid(setting, path, "paths of readable certificate files (DER or PEM)")
         }
         let bytes = Array(data)
         guard let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") else { return bytes }
         let body = text.components(separatedBy: "-----BEGIN CERTIFICATE-----")[1].components(separatedBy: "-----END CERTIFICATE-----")[0]
         guard let der = Data(base64Encoded: body.filter { !$0.isWhitespace }) else {
-            throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", path, "a PEM certificate whose base64 body decodes")
+            throw SettingsError.invalid(setting, path, "a PEM certificate whose base64 body decodes")
         }
         return Array(der)
     }

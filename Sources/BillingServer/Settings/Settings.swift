@@ -56,6 +56,9 @@ public struct Settings: Sendable {
     public var appStoreEnvironments: Set<AppStoreEnvironment>
     /// Paths of trust anchors (DER or PEM); empty = the bundled Apple Root CA - G3.
     public var appStoreRootCertificates: [String]
+    /// Paths of the roots StoreKit 1 receipts are verified to (DER or PEM); empty = the bundled
+    /// Apple Inc. Root.
+    public var appStoreReceiptRootCertificates: [String]
     /// Who keeps a purchase that a second app user restores.
     public var appStoreOwnership: AppStoreOwnershipRule
     /// The In-App Purchase key's issuer id; with the key id and key, turns the App Store Server API on.
@@ -108,6 +111,7 @@ public struct Settings: Sendable {
         ("APPSTORE_APP_APPLE_ID", "none", "the app's Apple id; needed for Production"),
         ("APPSTORE_ENVIRONMENTS", "Production,Sandbox", "accepted App Store environments"),
         ("APPSTORE_ROOT_CERTIFICATES", "Apple Root CA - G3", "trust anchors, DER/PEM paths"),
+        ("APPSTORE_RECEIPT_ROOT_CERTIFICATES", "Apple Inc. Root", "StoreKit 1 receipt roots, DER/PEM paths"),
         ("APPSTORE_OWNERSHIP", "keep", "keep or transfer restored purchases"),
         ("APPSTORE_ISSUER_ID", "API off", "In-App Purchase key's issuer id"),
         ("APPSTORE_KEY_ID", "API off", "In-App Purchase key id"),
@@ -305,6 +309,7 @@ public struct Settings: Sendable {
         }
         appStoreEnvironments = environments.isEmpty ? [.production, .sandbox] : environments
         appStoreRootCertificates = list("APPSTORE_ROOT_CERTIFICATES")
+        appStoreReceiptRootCertificates = list("APPSTORE_RECEIPT_ROOT_CERTIFICATES")
         if let rule = value("APPSTORE_OWNERSHIP") {
             guard let parsed = AppStoreOwnershipRule(rawValue: rule.lowercased()) else {
                 throw SettingsError.invalid("APPSTORE_OWNERSHIP", rule, "keep (the first user keeps a purchase) or transfer (a restore moves it)")

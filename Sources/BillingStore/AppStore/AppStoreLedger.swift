@@ -99,4 +99,12 @@ public struct AppStoreLedger: AppStoreLedgerStore {
             return (record, try AppStoreLedgerWriter.owner(environment: environment, original: originalTransactionID, db: db))
         }
     }
+
+    public func originalTransactionIDs(_ originalTransactionIDs: [String], ownedBy user: String, environment: String) async throws -> Set<String> {
+        // One read over the owner's index: a user holds few purchases, a receipt may name many.
+        let owned = try await database.writer.read { db in
+            try String.fetchSet(db.cachedStatement(sql: AppStoreLedgerRows.ownedOriginalsSQL), arguments: [user, environment])
+        }
+        return owned.intersection(originalTransactionIDs)
+    }
 }

@@ -172,6 +172,8 @@ enum AppStoreLedgerRows {
     // MARK: - Owners
 
     static let ownerSQL = "SELECT appUserID FROM appStoreOwner WHERE environment = ? AND originalTransactionID = ?"
+    /// The original transactions tied to a user in an environment (the `appStoreOwner_user` index).
+    static let ownedOriginalsSQL = "SELECT originalTransactionID FROM appStoreOwner WHERE appUserID = ? AND environment = ?"
 
     static let tieSQL = """
         INSERT INTO appStoreOwner (environment, originalTransactionID, appUserID, source, sourceID) VALUES (?, ?, ?, 'app', ?)

@@ -96,6 +96,16 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
         }
     }
 
+    func originalTransactionIDs(_ originalTransactionIDs: [String], ownedBy user: String, environment: String) async throws -> Set<String> {
+        try await client.withConnection { connection in
+            var owned = Set<String>()
+            for try await row in try await connection.run(AppStoreLedgerRows.ownedOriginalsSQL, [.text(user), .text(environment)], logger: logger) {
+                if case .text(let original)? = try row.map(LedgerValue.init).first { owned.insert(original) }
+            }
+            return owned.intersection(originalTransactionIDs)
+        }
+    }
+
     // MARK: AppStoreReconciliationStore
 
     func staleSubscriptions(environment: String, now: Int64, after: String?, limit: Int) async throws

@@ -11,6 +11,9 @@ public protocol AppStoreLedgerStore: Sendable {
     func accountToken(for user: String) async throws -> String
     /// The purchase an original transaction belongs to, and its owner; nil when unknown.
     func subscription(environment: String, originalTransactionID: String) async throws -> (AppStoreSubscriptionRecord, owner: String?)?
+    /// Of `originalTransactionIDs`, those of purchases tied to `user` in `environment`: what an
+    /// unverified receipt may look at (it never claims a purchase).
+    func originalTransactionIDs(_ originalTransactionIDs: [String], ownedBy user: String, environment: String) async throws -> Set<String>
 }
 
 /// What became of one transaction the app forwarded.

@@ -153,7 +153,7 @@ struct AppStoreReceiptTests {
             }
         }
         // DER's SET OF order: each SET's elements ascend by their encodings.
-        let content = try ReceiptContainer.content(of: der)
+        let content = try ReceiptContainer.signedData(of: der).content
         guard case .constructed(let attributes) = try DER.parse(content).content else { throw ReceiptSampleError.notConstructed }
         let encodings = attributes.map { Array($0.encodedBytes) }
         #expect(encodings == encodings.sorted { $0.lexicographicallyPrecedes($1) })

@@ -3,11 +3,13 @@
 /// what Apple offers in place of the deprecated `verifyReceipt` (the App Store Server Library's
 /// `ReceiptUtility.extractTransactionId(appReceipt:)`).
 ///
-/// The receipt's PKCS#7 signature is **not** verified, so nothing read here proves a purchase:
-/// anyone can make a receipt that parses (``AppStoreSampleReceipt`` does). Its ids only say which
-/// history to ask the App Store Server API for, and that API's signed answer, which billingd
-/// verifies to Apple's root, is the source of truth — Apple's own advice for `ReceiptUtility`.
-/// Every string here is the sender's text: percent-encode it before putting it in a URL.
+/// Reading does **not** verify the receipt's PKCS#7 signature, so nothing read here proves a
+/// purchase: anyone can make a receipt that parses (``AppStoreSampleReceipt`` does).
+/// ``AppStoreReceiptVerifier`` reads a receipt and checks that Apple signed it; only a verified
+/// receipt may tie a purchase to a user. Even then its ids only say which history to ask the App
+/// Store Server API for, whose signed answer is the source of truth — Apple's own advice for
+/// `ReceiptUtility`. Every string here is the sender's text: check a transaction id with
+/// ``AppStoreTransactionID`` before it goes into a URL.
 public struct AppStoreReceipt: Sendable, Equatable {
     /// One in-app purchase receipt (receipt attribute 17). Dates are Unix milliseconds, nil when
     /// absent or empty (Apple writes an empty string for "none").
@@ -48,6 +50,9 @@ public struct AppStoreReceipt: Sendable, Equatable {
     /// Attribute 0, which Apple does not document: `Production`, `ProductionSandbox` or `Xcode`
     /// in the receipts seen. A hint for which environment to ask first, no more.
     public var receiptType: String?
+    /// Attribute 12, when the App Store signed the receipt (Unix milliseconds): the time its
+    /// certificate chain is checked at, as a JWS's at its `signedDate`.
+    public var creationDate: Int64?
     /// In the receipt's order; empty when the user bought nothing in the app.
     public var inAppPurchases: [InAppPurchase]
 
@@ -73,6 +78,17 @@ public struct AppStoreReceipt: Sendable, Equatable {
 
     /// Reads a base64 app receipt, as an app sends it. Line breaks and spaces are ignored.
     public init(base64: String) throws(AppStoreReceiptError) {
+        try self.init(der: Self.der(base64: base64))
+    }
+
+    /// Reads an app receipt's bytes: PKCS#7 signed data in DER, or in BER as Xcode writes it.
+    public init(der: [UInt8]) throws(AppStoreReceiptError) {
+        try Self.checkSize(der)
+        try self.init(ReceiptContainer.signedData(of: der))
+    }
+
+    /// The bytes of a base64 app receipt, refused when too long or not base64.
+    static func der(base64: String) throws(AppStoreReceiptError) -> [UInt8] {
         let text = base64.utf8
         guard text.count <= Self.maximumBase64Length else {
             throw AppStoreReceiptError(
@@ -86,11 +102,11 @@ public struct AppStoreReceipt: Sendable, Equatable {
         guard let der = JWSBase64.decode(String(decoding: digits, as: UTF8.self), alphabet: .standard) else {
             throw .invalid(Self.base64Problem(Array(text), digitCount: digits.count))
         }
-        try self.init(der: der)
+        return der
     }
 
-    /// Reads an app receipt's bytes: PKCS#7 signed data in DER, or in BER as Xcode writes it.
-    public init(der: [UInt8]) throws(AppStoreReceiptError) {
+    /// Refuses receipt bytes that are empty or longer than ``maximumDERLength``, before any parse.
+    static func checkSize(_ der: [UInt8]) throws(AppStoreReceiptError) {
         guard der.count <= Self.maximumDERLength else {
             throw AppStoreReceiptError(
                 .receiptTooLarge, "The receipt is \(der.count) bytes, more than the \(Self.maximumDERLength) accepted.")
@@ -98,11 +114,15 @@ public struct AppStoreReceipt: Sendable, Equatable {
         guard !der.isEmpty else {
             throw .invalid("The receipt is empty; expected the bytes of the app's receipt file.")
         }
-        let content = try ReceiptContainer.content(of: der)
+    }
+
+    /// Reads the receipt's attributes from its parsed SignedData.
+    init(_ signedData: ReceiptContainer.SignedData) throws(AppStoreReceiptError) {
         var bundleID: String?
         var receiptType: String?
         var purchases: [InAppPurchase] = []
-        for attribute in try ReceiptContainer.attributes(in: content, place: "The receipt's content") {
+        var creationDate: Int64??
+        for attribute in try ReceiptContainer.attributes(in: signedData.content, place: "The receipt's content") {
             switch attribute.type {
             case 0:
                 let what = "The receipt type (attribute 0)"
@@ -110,6 +130,9 @@ public struct AppStoreReceipt: Sendable, Equatable {
             case 2:
                 let what = "The bundle id (attribute 2)"
                 try Self.setOnce(&bundleID, ReceiptContainer.string(attribute.value, what), what)
+            case 12 where creationDate == nil:
+                // Read leniently: a receipt without a readable date still reads (unverified).
+                creationDate = .some((try? ReceiptContainer.date(attribute.value, "")) ?? nil)
             case 17:
                 purchases.append(try InAppPurchase(attribute.value, number: purchases.count + 1))
             default:
@@ -118,12 +141,14 @@ public struct AppStoreReceipt: Sendable, Equatable {
         }
         self.bundleID = bundleID
         self.receiptType = receiptType
+        self.creationDate = creationDate ?? nil
         self.inAppPurchases = purchases
     }
 
-    public init(bundleID: String?, receiptType: String?, inAppPurchases: [InAppPurchase]) {
+    public init(bundleID: String?, receiptType: String?, creationDate: Int64? = nil, inAppPurchases: [InAppPurchase]) {
         self.bundleID = bundleID
         self.receiptType = receiptType
+        self.creationDate = creationDate
         self.inAppPurchases = inAppPurchases
     }
 

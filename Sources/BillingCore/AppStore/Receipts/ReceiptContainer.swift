@@ -21,9 +21,23 @@ enum ReceiptContainer {
         let value: ArraySlice<UInt8>
     }
 
-    /// The encapsulated content of the PKCS#7 signed data in `der`: the receipt's attribute SET,
-    /// still encoded. The signature and certificates are not looked at.
-    static func content(of der: [UInt8]) throws(AppStoreReceiptError) -> ArraySlice<UInt8> {
+    /// The parts of a receipt's SignedData (RFC 5652 §5.1) that reading and verifying it need,
+    /// still encoded: found by one parse, checked by ``AppStoreReceiptSignature``.
+    struct SignedData {
+        /// The encapsulated content: the receipt's attribute SET, which the signature covers.
+        let content: ArraySlice<UInt8>
+        /// `[0] certificates`, each an encoded certificate (or another choice), as the receipt has them.
+        let certificates: [ASN1Node]
+        /// `signerInfos`, each a SignerInfo SEQUENCE (or whatever the receipt holds there).
+        let signerInfos: [ASN1Node]
+    }
+
+    /// `[0]`, the implicit tag of SignedData's certificates.
+    private static let certificatesTag = ASN1Identifier(tagWithNumber: 0, tagClass: .contextSpecific)
+
+    /// The SignedData of the PKCS#7 in `der`: its content, certificates and signers. Nothing is
+    /// verified here; a receipt with no certificates or signers reads (it is then unverified).
+    static func signedData(of der: [UInt8]) throws(AppStoreReceiptError) -> SignedData {
         let root: ASN1Node
         do {
             root = try BER.parse(der)
@@ -63,12 +77,18 @@ enum ReceiptContainer {
         else {
             throw .invalid("The receipt has no receipt content: its signed data is detached (no [0] eContent).")
         }
+        let content: ArraySlice<UInt8>
         do {
             // Primitive in DER; constructed from chunks in Xcode's BER, which this flattens.
-            return try ASN1OctetString(berEncoded: explicitContent[0]).bytes
+            content = try ASN1OctetString(berEncoded: explicitContent[0]).bytes
         } catch {
             throw .invalid("The receipt's content is not an OCTET STRING.")
         }
+        // After encapContentInfo: [0] certificates and [1] crls, both optional, then signerInfos.
+        let rest = signed.dropFirst(3)
+        let certificates = rest.first.flatMap { children($0, certificatesTag) } ?? []
+        let signerInfos = rest.last.flatMap { children($0, .set) } ?? []
+        return SignedData(content: content, certificates: certificates, signerInfos: signerInfos)
     }
 
     /// The attributes of the `SET OF ReceiptAttribute` encoded in `bytes`, in their order.
@@ -132,7 +152,7 @@ enum ReceiptContainer {
     // MARK: - Node helpers
 
     /// The children of `node` when it is constructed with `identifier`.
-    private static func children(_ node: ASN1Node, _ identifier: ASN1Identifier) -> [ASN1Node]? {
+    static func children(_ node: ASN1Node, _ identifier: ASN1Identifier) -> [ASN1Node]? {
         guard node.identifier == identifier, case .constructed(let nodes) = node.content else { return nil }
         return Array(nodes)
     }

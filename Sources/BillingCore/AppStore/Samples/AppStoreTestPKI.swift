@@ -8,7 +8,8 @@ internal import X509
 /// signer of compact JWS with that chain in `x5c`.
 ///
 /// For tests, and for `billingd appstore trigger` in local mode, where the verifier is configured
-/// with this PKI's ``rootDER`` as its root. Options make the faulty chains tests need; the lower
+/// with this PKI's ``rootDER`` as its root (and local mode's receipt verifier too, so that a
+/// receipt signed with ``receiptSigner`` verifies there). Options make the faulty chains tests need; the lower
 /// level ``sign(payload:header:signature:)`` forges anything else.
 public struct AppStoreTestPKI: Sendable {
     public struct Options: Sendable {
@@ -151,6 +152,16 @@ public struct AppStoreTestPKI: Sendable {
             signatureBytes = bytes
         }
         return signingInput + "." + JWSBase64.encode(signatureBytes, alphabet: .url)
+    }
+
+    /// Signs StoreKit 1 sample receipts (``AppStoreSampleReceipt``) with the leaf's key and this
+    /// chain, ECDSA P-256 with SHA-256: a receipt a verifier that trusts ``rootDER`` accepts.
+    public var receiptSigner: AppStoreSampleReceipt.Signer {
+        let key = leafKey
+        return AppStoreSampleReceipt.Signer(certificates: chainDER, signerCertificate: leafDER, algorithm: .ecdsaSHA256) { content in
+            // Signing with a valid P-256 key over in-memory bytes does not fail.
+            (try? Array(key.signature(for: content).derRepresentation)) ?? []
+        }
     }
 
     // MARK: - Serialization

@@ -4,6 +4,10 @@ import Crypto
 /// (app-store-server-library-swift) does with online checks off, and no weaker.
 ///
 /// For every JWS, in this order (the first rule that fails names the error):
+/// 0. before anything is decoded, cheap bounds on unauthenticated input: a header segment of at
+///    most 16 KiB → `invalid_jws`; then, scanned without a JSON parse (``JWSHeaderShape``), an
+///    `x5c` of at most three entries → `invalid_chain_length` and at most 16 header members →
+///    `invalid_jws`;
 /// 1. three base64url segments → `invalid_jws`; a header that is a JSON object whose `alg` is
 ///    ES256 → `unsupported_algorithm`; a payload that is a JSON object with a `signedDate`
 ///    → `invalid_payload`;
@@ -138,6 +142,7 @@ public struct AppStoreVerifier: Sendable {
         -> (CompactJWS, SignedDataFields.Header, Fields)
     {
         let jws = try CompactJWS(parsing: text)
+        try JWSHeaderShape.check(jws.header)
         guard let header = SignedDataFields.decode(SignedDataFields.Header.self, from: jws.header) else {
             throw AppStoreVerificationError(.invalidJWS, "The JWS header is not a JSON object.")
         }

@@ -9,6 +9,10 @@ struct CompactJWS {
     /// The longest JWS accepted. Apple's notifications, with two JWS and three certificate
     /// chains inside, are around 15 KB; this bounds the work a hostile body can cause.
     static let maximumLength = 1 << 20
+    /// The longest header segment accepted, in base64url characters. Apple's header (`alg` and
+    /// an `x5c` of three certificates) is about 5 KB; refused before anything is decoded, so that
+    /// a header of thousands of members or certificates costs a length check, not a JSON parse.
+    static let maximumHeaderLength = 16 << 10
 
     init(parsing jws: String) throws(AppStoreVerificationError) {
         let text = jws.utf8
@@ -25,6 +29,12 @@ struct CompactJWS {
                 .invalidJWS,
                 "The signed data has \(segments.count) dot-separated segment\(segments.count == 1 ? "" : "s"), "
                     + "not the 3 of a compact JWS (header.payload.signature); pass the JWS string exactly as Apple sent it.")
+        }
+        guard segments[0].count <= Self.maximumHeaderLength else {
+            throw AppStoreVerificationError(
+                .invalidJWS,
+                "The JWS header segment is \(segments[0].count) characters, more than the \(Self.maximumHeaderLength) accepted; "
+                    + "Apple's header (alg and three x5c certificates) is about 5 KB.")
         }
         let names = ["header", "payload", "signature"]
         var decoded: [[UInt8]] = []
