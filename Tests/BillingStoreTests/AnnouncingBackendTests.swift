@@ -43,6 +43,10 @@ struct AnnouncingBackendTests {
             _ = try await store.inbox.insert(try bodies.map(F.delivery))
             let pass = try await store.applier(.init(firstRetryDelay: .zero)).drain()
             #expect(pass.applied == 2)
+            // What an unverified receipt may restore: the user's own purchases, in that environment only.
+            #expect(try await store.appStore.originalTransactionIDs(["700", "800"], ownedBy: "user_7", environment: "Sandbox") == ["700"])
+            #expect(try await store.appStore.originalTransactionIDs(["700"], ownedBy: "user_8", environment: "Sandbox").isEmpty)
+            #expect(try await store.appStore.originalTransactionIDs(["700"], ownedBy: "user_7", environment: "Production").isEmpty)
 
             let queued = try await store.outbox.list(status: .pending, limit: 100).reversed()
             outcome.announced = queued.map { "\($0.event.user) \($0.event.type) \($0.endpoint)" }
