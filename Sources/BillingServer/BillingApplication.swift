@@ -116,7 +116,7 @@ public enum BillingApplication {
 
     /// The application: the HTTP server plus the given long-running services, which it runs
     /// and shuts down with it.
-    /// - Parameter limits: timeouts of idle and slow connections, and how many are served at once.
+    /// - Parameter limits: timeouts of idle and slow connections, and how many are served at once, in all and per client.
     public static func application(
         _ dependencies: BillingServerDependencies, host: String, port: Int, limits: ConnectionLimits = .init(),
         services: [any Service] = [], logger: Logger,
@@ -124,10 +124,10 @@ public enum BillingApplication {
     ) -> some ApplicationProtocol {
         Application(
             router: router(dependencies),
-            server: .billingd(limits),
-            configuration: .init(
-                address: .hostname(host, port: port), serverName: "billingd",
-                availableConnectionsDelegate: .maximum(limits.maximumConnections, logger: logger)),
+            // The connection caps are the channel's own (ConnectionAdmission), not a cap on
+            // accepting: a client beyond them must not wait in the backlog behind slow ones.
+            server: .billingd(limits, metrics: dependencies.metrics),
+            configuration: .init(address: .hostname(host, port: port), serverName: "billingd"),
             services: services,
             onServerRunning: onServerRunning,
             logger: logger)

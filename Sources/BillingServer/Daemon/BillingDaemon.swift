@@ -210,7 +210,8 @@ public struct BillingDaemon: Sendable {
         let onListening = options.onListening
         let limits = ConnectionLimits(
             idleTimeout: settings.idleTimeout, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
-            maximumConnections: settings.maximumConnections)
+            minimumTransferRate: settings.minimumTransferRate, maximumConnections: settings.maximumConnections,
+            maximumConnectionsPerClient: settings.maximumConnectionsPerClient)
         let application = BillingApplication.application(
             dependencies, host: settings.host, port: settings.port, limits: limits, logger: logger
         ) { channel in
