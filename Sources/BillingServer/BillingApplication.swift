@@ -37,6 +37,8 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreOwnership: AppStoreOwnershipRule = .keep
     /// App Store Server API clients by environment: restores by history and legacy receipts.
     public var appStoreClients: [AppStoreEnvironment: AppStoreClient] = [:]
+    /// Logs rejected requests, a flood of them in a few lines; the application runs it.
+    public var rejections: RejectionLog
 
     public init(
         store: any LedgerStore, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -56,6 +58,7 @@ public struct BillingServerDependencies: Sendable {
         self.plans = plans
         self.scope = scope
         self.stripe = stripe
+        self.rejections = RejectionLog(logger: Logger(label: "billingd"))
     }
 }
 
@@ -69,19 +72,20 @@ public enum BillingApplication {
         router.add(middleware: JSONErrorMiddleware(routes: routeMethods))
         WebhookController(
             verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-            configuration: dependencies.webhook, now: dependencies.now
+            rejections: dependencies.rejections, configuration: dependencies.webhook, now: dependencies.now
         ).addRoutes(to: router)
         if let verifier = dependencies.appStoreVerifier {
             AppStoreWebhookController(
                 verifier: verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-                configuration: dependencies.webhook, now: dependencies.now
+                rejections: dependencies.rejections, configuration: dependencies.webhook, now: dependencies.now
             ).addRoutes(to: router)
         }
         HealthController(store: dependencies.store).addRoutes(to: router)
         OpenAPIDocument.addRoutes(to: router)
         let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(
-            store: dependencies.store, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
+            store: dependencies.store, tokens: dependencies.apiTokens, metrics: dependencies.metrics,
+            rejections: dependencies.rejections, users: users, stripe: dependencies.stripe,
             appStore: .init(
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
                 clients: dependencies.appStoreClients)
@@ -94,6 +98,7 @@ public enum BillingApplication {
                 guard let presented = BearerTokenMiddleware<BasicRequestContext>.bearerToken(request.headers[.authorization]),
                     BearerTokenMiddleware<BasicRequestContext>.constantTimeEquals(presented, metricsToken)
                 else {
+                    metrics.count("billingd_metrics_unauthorized_total")
                     throw APIError(
                         .unauthorized, code: "unauthorized",
                         message: "GET /metrics needs `Authorization: Bearer TOKEN` with BILLINGD_METRICS_TOKEN.")
@@ -128,7 +133,8 @@ public enum BillingApplication {
             // accepting: a client beyond them must not wait in the backlog behind slow ones.
             server: .billingd(limits, metrics: dependencies.metrics),
             configuration: .init(address: .hostname(host, port: port), serverName: "billingd"),
-            services: services,
+            // The rejection log's summaries stop with the server.
+            services: [dependencies.rejections] + services,
             onServerRunning: onServerRunning,
             logger: logger)
     }

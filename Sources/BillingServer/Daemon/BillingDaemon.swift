@@ -170,6 +170,7 @@ public struct BillingDaemon: Sendable {
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
             committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
+        dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe ?? localStripe?.client(logger: logger, observer: stripeObserver)
         dependencies.appStoreVerifier = appStoreVerifier
         dependencies.appStoreOwnership = settings.appStoreOwnership
