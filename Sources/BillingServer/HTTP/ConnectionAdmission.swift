@@ -193,8 +193,9 @@ final class ConnectionAdmission: Sendable {
         switch address {
         case .v4:
             return address?.ipAddress ?? "?"
-        case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        case .v6:
+            var bytes = [UInt8](repeating: 0, count: 16)
+            guard let text = address?.ipAddress, inet_pton(AF_INET6, text, &bytes) == 1 else { return address?.ipAddress ?? "?" }
             let mapped = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff
             if mapped { return address?.ipAddress ?? "?" }
             let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
