@@ -246,8 +246,7 @@ public struct BillingDaemon: Sendable {
         var configuration = OutboxSender.Configuration(signer: signer)
         configuration.connectTimeout = settings.appWebhookConnectTimeout
         configuration.timeout = settings.appWebhookTimeout
-        return OutboxSender(
-            store: store.outbox, transport: CurlTransport(maxConnections: 16), configuration: configuration, metrics: metrics, logger: logger)
+        return OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger)
     }
 
     /// Runs every service until a graceful-shutdown signal, ``shutdown()`` or cancellation, and
