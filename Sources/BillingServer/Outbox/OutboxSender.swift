@@ -145,8 +145,8 @@ public final class OutboxSender: Service, Sendable {
     }
 
     /// One endpoint's lane: attempts its messages, disables it on 410 Gone, records the attempts.
-    /// It signals as it ends, unless, not draining, it delivered nothing: its endpoint then waits
-    /// for the next poll rather than being read again at once.
+    /// It signals as it ends, unless, not draining, it delivered nothing or could not record: its
+    /// endpoint then waits for the next poll rather than being read (and sent) again at once.
     private func lane(
         _ endpoint: String, _ messages: [OutboxMessage], lanes: OutboxLanes, signal: AsyncStream<Void>.Continuation, draining: Bool
     ) async {
@@ -166,7 +166,7 @@ public final class OutboxSender: Service, Sendable {
         }
         let delivered = attempts.contains { $0.outcome == .delivered }
         lanes.end(endpoint, attempts: attempts.count, delivered: delivered, failure: failure)
-        if draining || delivered { signal.yield() }
+        if draining || (delivered && failure == nil) { signal.yield() }
     }
 
     /// Attempts each message once, `concurrency` at a time.
