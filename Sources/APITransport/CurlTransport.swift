@@ -135,9 +135,6 @@ final class TransferQueue: @unchecked Sendable {
 
 /// One worker thread's easy handle and error buffer; used from that thread only.
 private final class CurlWorker {
-    /// Larger answers are refused rather than buffered.
-    static let maxResponseBytes = 64 << 20
-
     private let queue: TransferQueue
 
     init(queue: TransferQueue) { self.queue = queue }
@@ -179,7 +176,7 @@ private final class CurlWorker {
         // Keeps the connection, DNS and TLS-session caches; forgets every option.
         curl_easy_reset(handle)
         errorBuffer[0] = 0
-        let state = TransferState()
+        let state = TransferState(policy: request.responseBody)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
         for header in request.headers {
@@ -197,7 +194,13 @@ private final class CurlWorker {
         setup.check(billingd_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2))
         setup.check(billingd_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
         setup.check(billingd_curl_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1))
-        setup.check(billingd_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
+        if request.responseBody.decompresses {
+            // Every encoding libcurl decodes; the body limit counts decoded bytes.
+            setup.check(billingd_curl_setopt_string(handle, CURLOPT_ACCEPT_ENCODING, ""))
+        } else {
+            // No Accept-Encoding, and a compressed answer sent anyway is kept as it came.
+            setup.check(billingd_curl_setopt_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0))
+        }
         setup.check(billingd_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(request.connectTimeout)))
         setup.check(billingd_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, milliseconds(request.timeout)))
         setup.check(billingd_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList))
@@ -205,14 +208,8 @@ private final class CurlWorker {
         setup.check(billingd_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION, { data, size, count, context in
             let state = Unmanaged<TransferState>.fromOpaque(context!).takeUnretainedValue()
             let length = size * count
-            guard state.body.count + length <= CurlWorker.maxResponseBytes else {
-                state.isTooLarge = true
-                return 0
-            }
-            if let data, length > 0 {
-                state.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
-            }
-            return length
+            guard let data, length > 0 else { return length }
+            return state.receive(UnsafeRawBufferPointer(start: data, count: length))
         }))
         setup.check(billingd_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context))
         setup.check(billingd_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, { data, size, count, context in
@@ -253,18 +250,19 @@ private final class CurlWorker {
         }
 
         let code = withExtendedLifetime((state, job)) { curl_easy_perform(handle) }
-        guard code == CURLE_OK else {
+        // Stopped on purpose at the kept prefix: the answer is complete enough.
+        guard code == CURLE_OK || (code == CURLE_WRITE_ERROR && state.isTruncated) else {
             var message = String(cString: errorBuffer)
             if message.isEmpty { message = String(cString: curl_easy_strerror(code)) }
             if code == CURLE_ABORTED_BY_CALLBACK { message = "transfer cancelled" }
             if state.isTooLarge {
-                message = "answer larger than \(maxResponseBytes) bytes"
+                message = "answer larger than \(request.responseBody.maximumBytes) bytes"
             }
             return .failure(transportError(code, message))
         }
         var status = 0
         _ = billingd_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return .success(HTTPTransportResponse(status: status, headers: state.headers, body: state.body))
+        return .success(HTTPTransportResponse(status: status, headers: state.headers, body: state.body, bodyTruncated: state.isTruncated))
     }
 
     private static func isLineBreak(_ byte: UInt8) -> Bool { byte == 0x0A || byte == 0x0D }
@@ -308,9 +306,32 @@ private struct SetupResult {
 
 /// What one transfer has received so far; touched only by the worker thread running it.
 private final class TransferState {
+    let policy: ResponseBodyPolicy
     var body: [UInt8] = []
     var headers: [String: String] = [:]
+    /// The body passed the limit of a policy that fails.
     var isTooLarge = false
+    /// The body passed the limit of a policy that truncates: what fit is kept, the rest unread.
+    var isTruncated = false
+
+    init(policy: ResponseBodyPolicy) { self.policy = policy }
+
+    /// Keeps a chunk of the body within the policy's limit; the byte count libcurl expects, or 0
+    /// to stop the transfer.
+    func receive(_ chunk: UnsafeRawBufferPointer) -> Int {
+        let room = policy.maximumBytes - body.count
+        guard chunk.count > room else {
+            body.append(contentsOf: chunk)
+            return chunk.count
+        }
+        if policy.truncates {
+            body.append(contentsOf: chunk.prefix(max(0, room)))
+            isTruncated = true
+        } else {
+            isTooLarge = true
+        }
+        return 0
+    }
 
     /// One header line as libcurl delivers it, CRLF included. A status line starts a new
     /// response (after a redirect or a 100 Continue), so only the final response's headers stay.

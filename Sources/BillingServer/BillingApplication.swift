@@ -39,6 +39,8 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreClients: [AppStoreEnvironment: AppStoreClient] = [:]
     /// Checks that Apple signed a legacy receipt; without roots none verifies (and claims nothing).
     public var appStoreReceiptVerifier = AppStoreReceiptVerifier()
+    /// Logs rejected requests, a flood of them in a few lines; the application runs it.
+    public var rejections: RejectionLog
 
     public init(
         store: any LedgerStore, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -58,6 +60,7 @@ public struct BillingServerDependencies: Sendable {
         self.plans = plans
         self.scope = scope
         self.stripe = stripe
+        self.rejections = RejectionLog(logger: Logger(label: "billingd"))
     }
 }
 
@@ -71,19 +74,20 @@ public enum BillingApplication {
         router.add(middleware: JSONErrorMiddleware(routes: routeMethods))
         WebhookController(
             verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-            configuration: dependencies.webhook, now: dependencies.now
+            rejections: dependencies.rejections, configuration: dependencies.webhook, now: dependencies.now
         ).addRoutes(to: router)
         if let verifier = dependencies.appStoreVerifier {
             AppStoreWebhookController(
                 verifier: verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-                configuration: dependencies.webhook, now: dependencies.now
+                rejections: dependencies.rejections, configuration: dependencies.webhook, now: dependencies.now
             ).addRoutes(to: router)
         }
         HealthController(store: dependencies.store).addRoutes(to: router)
         OpenAPIDocument.addRoutes(to: router)
         let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(
-            store: dependencies.store, tokens: dependencies.apiTokens, users: users, stripe: dependencies.stripe,
+            store: dependencies.store, tokens: dependencies.apiTokens, metrics: dependencies.metrics,
+            rejections: dependencies.rejections, users: users, stripe: dependencies.stripe,
             appStore: .init(
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
                 clients: dependencies.appStoreClients, receiptVerifier: dependencies.appStoreReceiptVerifier)
@@ -96,6 +100,7 @@ public enum BillingApplication {
                 guard let presented = BearerTokenMiddleware<BasicRequestContext>.bearerToken(request.headers[.authorization]),
                     BearerTokenMiddleware<BasicRequestContext>.constantTimeEquals(presented, metricsToken)
                 else {
+                    metrics.count("billingd_metrics_unauthorized_total")
                     throw APIError(
                         .unauthorized, code: "unauthorized",
                         message: "GET /metrics needs `Authorization: Bearer TOKEN` with BILLINGD_METRICS_TOKEN.")
@@ -118,7 +123,7 @@ public enum BillingApplication {
 
     /// The application: the HTTP server plus the given long-running services, which it runs
     /// and shuts down with it.
-    /// - Parameter limits: timeouts of idle and slow connections, and how many are served at once.
+    /// - Parameter limits: timeouts of idle and slow connections, and how many are served at once, in all and per client.
     public static func application(
         _ dependencies: BillingServerDependencies, host: String, port: Int, limits: ConnectionLimits = .init(),
         services: [any Service] = [], logger: Logger,
@@ -126,11 +131,12 @@ public enum BillingApplication {
     ) -> some ApplicationProtocol {
         Application(
             router: router(dependencies),
-            server: .billingd(limits),
-            configuration: .init(
-                address: .hostname(host, port: port), serverName: "billingd",
-                availableConnectionsDelegate: .maximum(limits.maximumConnections, logger: logger)),
-            services: services,
+            // The connection caps are the channel's own (ConnectionAdmission), not a cap on
+            // accepting: a client beyond them must not wait in the backlog behind slow ones.
+            server: .billingd(limits, metrics: dependencies.metrics),
+            configuration: .init(address: .hostname(host, port: port), serverName: "billingd"),
+            // The rejection log's summaries stop with the server.
+            services: [dependencies.rejections] + services,
             onServerRunning: onServerRunning,
             logger: logger)
     }

@@ -184,7 +184,9 @@ struct ExportEndpointTests {
         defer { ledger.remove() }
         let expected = try await exported(ledger, .init(format: .jsonl, layout: .lines))
         let router = Router(context: BasicRequestContext.self)
-        ServiceAPI(store: ledger.store, tokens: [token], export: .init(invoicesPerPage: 3)).addRoutes(to: router)
+        ServiceAPI(
+            store: ledger.store, tokens: [token], metrics: BillingMetrics(), rejections: RejectionLog(logger: Logger(label: "test")),
+            export: .init(invoicesPerPage: 3)).addRoutes(to: router)
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), logger: logger)

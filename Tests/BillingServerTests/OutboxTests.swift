@@ -120,19 +120,31 @@ struct OutboxHarness {
     let sender: OutboxSender
     private var step = 0
 
-    init(ledger: TemporaryLedger? = nil, endpoint: String, secrets: [String], catalog: String = "free-pro-enterprise") throws {
+    /// - Parameters:
+    ///   - endpoints: every endpoint events go to; `endpoint` alone when nil.
+    ///   - transport: the sender's; libcurl with connections per endpoint, as serve's, when nil.
+    ///   - configure: changes to the sender's configuration.
+    init(
+        ledger: TemporaryLedger? = nil, endpoint: String = "", endpoints: [String]? = nil, secrets: [String],
+        catalog: String = "free-pro-enterprise", transport: (any HTTPTransport)? = nil,
+        configure: (inout OutboxSender.Configuration) -> Void = { _ in }
+    ) throws {
         self.ledger = try ledger ?? TemporaryLedger()
         let clock = self.clock
-        policy = OutboxPolicy.serviceViews(catalog: try fixtureCatalog(catalog), endpoints: [endpoint], now: { clock.now })
+        policy = OutboxPolicy.serviceViews(catalog: try fixtureCatalog(catalog), endpoints: endpoints ?? [endpoint], now: { clock.now })
         var configuration = OutboxSender.Configuration(signer: try StandardWebhookSigner(secrets: secrets))
         configuration.firstRetryDelay = .milliseconds(1)
         configuration.maximumRetryDelay = .milliseconds(5)
-        configuration.concurrency = 16
+        configuration.concurrency = 8
+        configure(&configuration)
         var logger = Logger(label: "outbox")
         logger.logLevel = .critical
-        sender = OutboxSender(
-            store: self.ledger.store.outbox, transport: CurlTransport(maxConnections: 8), configuration: configuration,
-            metrics: BillingMetrics(), logger: logger)
+        if let transport {
+            sender = OutboxSender(
+                store: self.ledger.store.outbox, transport: transport, configuration: configuration, metrics: BillingMetrics(), logger: logger)
+        } else {
+            sender = OutboxSender(store: self.ledger.store.outbox, configuration: configuration, metrics: BillingMetrics(), logger: logger)
+        }
     }
 
     /// The ledger as serve sees it: its transactions announce.

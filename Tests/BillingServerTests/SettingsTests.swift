@@ -21,9 +21,11 @@ struct SettingsTests {
         #expect(settings.apiBase == "https://api.stripe.com")
         #expect(settings.apiTokens.isEmpty)
         #expect(settings.idleTimeout == .seconds(60))
-        #expect(settings.headerTimeout == .seconds(30))
+        #expect(settings.headerTimeout == .seconds(10))
         #expect(settings.bodyTimeout == .seconds(60))
+        #expect(settings.minimumTransferRate == 1024)
         #expect(settings.maximumConnections == 512)
+        #expect(settings.maximumConnectionsPerClient == 128)
     }
 
     @Test("Credentials in an app webhook URL are secrets the logs mask; short query values are not")
@@ -43,13 +45,18 @@ struct SettingsTests {
         let settings = try Settings.load(
             environment: [
                 "BILLINGD_IDLE_TIMEOUT": "2m", "BILLINGD_HEADER_TIMEOUT": "5s", "BILLINGD_BODY_TIMEOUT": "90",
-                "BILLINGD_MAX_CONNECTIONS": "64",
+                "BILLINGD_MAX_CONNECTIONS": "64", "BILLINGD_MAX_CONNECTIONS_PER_CLIENT": "16", "BILLINGD_MIN_TRANSFER_RATE": "0",
             ], configFile: nil)
         #expect(settings.idleTimeout == .seconds(120))
         #expect(settings.headerTimeout == .seconds(5))
         #expect(settings.bodyTimeout == .seconds(90))
         #expect(settings.maximumConnections == 64)
+        #expect(settings.maximumConnectionsPerClient == 16)
+        #expect(settings.minimumTransferRate == 0)
         #expect(Settings.helpTable.contains("BILLINGD_HEADER_TIMEOUT"))
+        #expect(Settings.helpTable.contains("BILLINGD_MAX_CONNECTIONS_PER_CLIENT"))
+        // A total cap below 128 is every client's cap too, unless one is set.
+        #expect(try Settings.load(environment: ["BILLINGD_MAX_CONNECTIONS": "8"], configFile: nil).maximumConnectionsPerClient == 8)
     }
 
     @Test("A config file in environment-file syntax is read, and the environment wins over it")
@@ -76,6 +83,7 @@ struct SettingsTests {
         ["STRIPE_API_KEY": "pk_live_publishable_key_oops"], ["STRIPE_API_BASE": "ftp://example.com"],
         ["STRIPE_WEBHOOK_SECRET": "abc1234"], ["STRIPE_WEBHOOK_SECRET": "whsec_REPLACE_ME"], ["BILLINGD_API_TOKENS": "short"], ["BILLINGD_LOG_LEVEL": "loud"],
         ["BILLINGD_IDLE_TIMEOUT": "off"], ["BILLINGD_HEADER_TIMEOUT": "0"], ["BILLINGD_BODY_TIMEOUT": "2h"], ["BILLINGD_MAX_CONNECTIONS": "0"],
+        ["BILLINGD_MAX_CONNECTIONS_PER_CLIENT": "600"], ["BILLINGD_MIN_TRANSFER_RATE": "-1"],
     ])
     func malformed(environment: [String: String]) throws {
         do {

@@ -22,11 +22,25 @@ public final class RawConnection: Sendable {
 
     deinit { close() }
 
-    /// Connects to `127.0.0.1:port`.
-    public static func open(port: Int) async throws -> RawConnection {
+    /// Connects to `127.0.0.1:port`, from `source` (another loopback address, such as
+    /// 127.0.0.2, is another client to the server).
+    public static func open(port: Int, from source: String = "127.0.0.1") async throws -> RawConnection {
         try await onThread {
             let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw ConnectionError(description: "socket: \(String(cString: strerror(errno)))") }
+            if source != "127.0.0.1" {
+                var local = sockaddr_in()
+                local.sin_family = sa_family_t(AF_INET)
+                local.sin_addr.s_addr = inet_addr(source)
+                let bound = withUnsafePointer(to: &local) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                guard bound == 0 else {
+                    let reason = String(cString: strerror(errno))
+                    Glibc.close(fd)
+                    throw ConnectionError(description: "bind to \(source): \(reason)")
+                }
+            }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)

@@ -16,6 +16,8 @@ public struct AppStoreWebhookController: Sendable {
     let verifier: AppStoreVerifier
     let committer: GroupCommitter
     let metrics: BillingMetrics
+    /// Logs rejections, a flood of them in a few lines.
+    let rejections: RejectionLog
     let configuration: WebhookController.Configuration
     let now: @Sendable () -> Date
 
@@ -27,12 +29,13 @@ public struct AppStoreWebhookController: Sendable {
     /// - Parameter configuration: the store deadline, and the body limit as Stripe's endpoint,
     ///   capped at ``maximumBodySize``.
     public init(
-        verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics,
+        verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics, rejections: RejectionLog,
         configuration: WebhookController.Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.verifier = verifier
         self.committer = committer
         self.metrics = metrics
+        self.rejections = rejections
         self.configuration = configuration
         self.now = now
     }
@@ -51,8 +54,8 @@ public struct AppStoreWebhookController: Sendable {
             return response
         } catch let error as APIError {
             metrics.count("billingd_appstore_notifications_total", dimensions: [("outcome", "rejected"), ("reason", error.code)])
-            logger.notice(
-                "App Store notification rejected", metadata: ["reason": "\(error.code)", "status": "\(error.status.code)"])
+            rejections.notice(
+                "App Store notification rejected", reason: error.code, metadata: ["status": "\(error.status.code)"], to: logger)
             throw error
         }
     }

@@ -171,6 +171,7 @@ public struct BillingDaemon: Sendable {
             verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
             committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
         dependencies.metricsToken = settings.metricsToken
+        dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe ?? localStripe?.client(logger: logger, observer: stripeObserver)
         dependencies.appStoreVerifier = appStoreVerifier
         dependencies.appStoreOwnership = settings.appStoreOwnership
@@ -212,7 +213,8 @@ public struct BillingDaemon: Sendable {
         let onListening = options.onListening
         let limits = ConnectionLimits(
             idleTimeout: settings.idleTimeout, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
-            maximumConnections: settings.maximumConnections)
+            minimumTransferRate: settings.minimumTransferRate, maximumConnections: settings.maximumConnections,
+            maximumConnectionsPerClient: settings.maximumConnectionsPerClient)
         let application = BillingApplication.application(
             dependencies, host: settings.host, port: settings.port, limits: limits, logger: logger
         ) { channel in
@@ -246,8 +248,7 @@ public struct BillingDaemon: Sendable {
         var configuration = OutboxSender.Configuration(signer: signer)
         configuration.connectTimeout = settings.appWebhookConnectTimeout
         configuration.timeout = settings.appWebhookTimeout
-        return OutboxSender(
-            store: store.outbox, transport: CurlTransport(maxConnections: 16), configuration: configuration, metrics: metrics, logger: logger)
+        return OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger)
     }
 
     /// Runs every service until a graceful-shutdown signal, ``shutdown()`` or cancellation, and

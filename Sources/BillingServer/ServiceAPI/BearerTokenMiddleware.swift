@@ -6,18 +6,27 @@ import Logging
 /// configured tokens (`BILLINGD_API_TOKENS`); anything else gets 401 with a JSON error body and
 /// `WWW-Authenticate: Bearer`. Tokens are compared in constant time, against every configured
 /// token, so neither the timing nor the work done tells how much of a guess was right.
+/// A refusal is counted in `billingd_service_api_unauthorized_total{authorization}` and logged
+/// through the ``RejectionLog``.
 public struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
     private let tokens: [[UInt8]]
+    private let metrics: BillingMetrics
+    private let rejections: RejectionLog
 
     /// - Parameter tokens: the accepted tokens; none accepts nothing.
-    public init(tokens: [String]) {
+    public init(tokens: [String], metrics: BillingMetrics, rejections: RejectionLog) {
         self.tokens = tokens.map { Array($0.utf8) }
+        self.metrics = metrics
+        self.rejections = rejections
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let presented = Self.bearerToken(request.headers[.authorization]), accepts(presented) else {
             let reason = request.headers[.authorization] == nil ? "missing" : "rejected"
-            context.logger.notice("service API request refused", metadata: ["path": "\(request.uri.path)", "authorization": "\(reason)"])
+            metrics.count("billingd_service_api_unauthorized_total", dimensions: [("authorization", reason)])
+            rejections.notice(
+                "service API request refused", reason: "authorization_\(reason)", metadata: ["path": "\(request.uri.path)"],
+                to: context.logger)
             var response = APIError.jsonResponse(
                 status: .unauthorized,
                 body: [

@@ -12,14 +12,19 @@ public struct ServiceAPI: Sendable {
     /// Checkout, portal and cancel call Stripe with it; nil (no STRIPE_API_KEY) makes them 503.
     let stripe: StripeClient?
     let appStore: AppStoreController.Configuration
+    /// Count and log the requests refused for their token.
+    let metrics: BillingMetrics
+    let rejections: RejectionLog
 
     public init(
-        store: any LedgerStore, tokens: [String], export: InvoiceExportController.Configuration = .init(),
-        users: UserController.Configuration = .init(), stripe: StripeClient? = nil,
+        store: any LedgerStore, tokens: [String], metrics: BillingMetrics, rejections: RejectionLog,
+        export: InvoiceExportController.Configuration = .init(), users: UserController.Configuration = .init(), stripe: StripeClient? = nil,
         appStore: AppStoreController.Configuration = .init(verifier: nil)
     ) {
         self.store = store
         self.tokens = tokens
+        self.metrics = metrics
+        self.rejections = rejections
         self.export = export
         self.users = users
         self.stripe = stripe
@@ -31,7 +36,7 @@ public struct ServiceAPI: Sendable {
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         guard isEnabled else { return }
-        let v1 = router.group("v1").add(middleware: BearerTokenMiddleware<Context>(tokens: tokens))
+        let v1 = router.group("v1").add(middleware: BearerTokenMiddleware<Context>(tokens: tokens, metrics: metrics, rejections: rejections))
         InvoiceExportController(store: store, configuration: export).addRoutes(to: v1)
         UserController(store: store, configuration: users).addRoutes(to: v1)
         SessionController(store: store, stripe: stripe, configuration: users).addRoutes(to: v1)

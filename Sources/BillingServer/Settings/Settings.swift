@@ -20,8 +20,12 @@ public struct Settings: Sendable {
     public var headerTimeout: Duration
     /// How long a request's body may take from the end of its head.
     public var bodyTimeout: Duration
+    /// Bytes a second a request head or body must arrive at; 0: no minimum.
+    public var minimumTransferRate: Int
     /// Connections `serve` serves at once.
     public var maximumConnections: Int
+    /// Connections `serve` serves at once to one client address.
+    public var maximumConnectionsPerClient: Int
     /// Webhook endpoint secrets, several during rotation; empty when not configured.
     public var webhookSecrets: [String]
     /// Largest accepted distance between a signature's timestamp and now, in seconds.
@@ -88,9 +92,11 @@ public struct Settings: Sendable {
         ("BILLINGD_HOST", "127.0.0.1", "address serve listens on"),
         ("BILLINGD_PORT", "8080", "port serve listens on (0: a free one)"),
         ("BILLINGD_IDLE_TIMEOUT", "60s", "close a connection idle this long"),
-        ("BILLINGD_HEADER_TIMEOUT", "30s", "time to send a request head"),
+        ("BILLINGD_HEADER_TIMEOUT", "10s", "time to send a request head"),
         ("BILLINGD_BODY_TIMEOUT", "60s", "time to send a request body"),
+        ("BILLINGD_MIN_TRANSFER_RATE", "1024", "bytes/s a request head or body must arrive at (0: off)"),
         ("BILLINGD_MAX_CONNECTIONS", "512", "connections served at once"),
+        ("BILLINGD_MAX_CONNECTIONS_PER_CLIENT", "128", "connections served at once to one address"),
         ("STRIPE_WEBHOOK_SECRET", "required", "whsec_… secrets, comma-separated"),
         ("BILLINGD_SIGNATURE_TOLERANCE", "300", "seconds of clock skew allowed"),
         ("STRIPE_API_KEY", "none", "sk_/rk_ key for API calls"),
@@ -236,16 +242,20 @@ public struct Settings: Sendable {
             return .seconds(seconds)
         }
         idleTimeout = try duration("BILLINGD_IDLE_TIMEOUT", default: .seconds(60), range: 1...3600, allowOff: false)!
-        headerTimeout = try duration("BILLINGD_HEADER_TIMEOUT", default: .seconds(30), range: 1...600, allowOff: false)!
+        headerTimeout = try duration("BILLINGD_HEADER_TIMEOUT", default: .seconds(10), range: 1...600, allowOff: false)!
         bodyTimeout = try duration("BILLINGD_BODY_TIMEOUT", default: .seconds(60), range: 1...3600, allowOff: false)!
-        if let connections = value("BILLINGD_MAX_CONNECTIONS") {
-            guard let number = Int(connections), (1...100_000).contains(number) else {
-                throw SettingsError.invalid("BILLINGD_MAX_CONNECTIONS", connections, "a number of connections from 1 to 100000")
+        func count(_ key: String, default fallback: Int, range: ClosedRange<Int>, expected: String) throws -> Int {
+            guard let text = value(key) else { return fallback }
+            guard let number = Int(text), range.contains(number) else {
+                throw SettingsError.invalid(key, text, "\(expected) from \(range.lowerBound) to \(range.upperBound)")
             }
-            maximumConnections = number
-        } else {
-            maximumConnections = 512
+            return number
         }
+        minimumTransferRate = try count("BILLINGD_MIN_TRANSFER_RATE", default: 1024, range: 0...1_048_576, expected: "bytes per second")
+        maximumConnections = try count("BILLINGD_MAX_CONNECTIONS", default: 512, range: 1...100_000, expected: "a number of connections")
+        maximumConnectionsPerClient = try count(
+            "BILLINGD_MAX_CONNECTIONS_PER_CLIENT", default: min(128, maximumConnections), range: 1...maximumConnections,
+            expected: "a number of connections, at most BILLINGD_MAX_CONNECTIONS,")
         stripeConnectTimeout = try duration("STRIPE_CONNECT_TIMEOUT", default: .seconds(10), range: 1...300, allowOff: false)!
         stripeTimeout = try duration("STRIPE_TIMEOUT", default: .seconds(80), range: 1...600, allowOff: false)!
         if let retries = value("STRIPE_MAX_RETRIES") {

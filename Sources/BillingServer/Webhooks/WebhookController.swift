@@ -27,16 +27,19 @@ public struct WebhookController: Sendable {
     let verifier: SignatureVerifier
     let committer: GroupCommitter
     let metrics: BillingMetrics
+    /// Logs rejections, a flood of them in a few lines.
+    let rejections: RejectionLog
     let configuration: Configuration
     let now: @Sendable () -> Date
 
     public init(
-        verifier: SignatureVerifier, committer: GroupCommitter, metrics: BillingMetrics,
+        verifier: SignatureVerifier, committer: GroupCommitter, metrics: BillingMetrics, rejections: RejectionLog,
         configuration: Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.verifier = verifier
         self.committer = committer
         self.metrics = metrics
+        self.rejections = rejections
         self.configuration = configuration
         self.now = now
     }
@@ -59,9 +62,9 @@ public struct WebhookController: Sendable {
         } catch let error as APIError {
             let outcome = Self.outcome(for: error)
             metrics.delivery(outcome, eventType: eventType)
-            logger.notice(
-                "webhook rejected",
-                metadata: ["outcome": "\(outcome.rawValue)", "reason": "\(error.code)", "status": "\(error.status.code)"])
+            rejections.notice(
+                "webhook rejected", reason: error.code,
+                metadata: ["outcome": "\(outcome.rawValue)", "status": "\(error.status.code)"], to: logger)
             throw error
         }
     }
