@@ -93,6 +93,31 @@ struct UsageStoreTests {
         }
     }
 
+    @Test("Many batches of several records in one call (more than PostgreSQL's savepoints per transaction): each whole or not at all, in order", arguments: StoreBackend.allCases)
+    func manyBatches(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let batches: [[UsageOperation]] = (0..<80).map { index in
+                let user = "user_\(index)"
+                // Every seventh batch's second record passes the ceiling: that batch is undone.
+                let second: Int64 = index % 7 == 3 ? UsageMeter.maximumTotal : 2
+                return [.record(Self.input("a\(index)", quantity: 1, meter: Self.calls, user: user)),
+                        .record(Self.input("b\(index)", quantity: second, meter: Self.calls, user: user))]
+            }
+            let results = try await stores[0].usage.apply(batches: batches, now: 0)
+            #expect(results.count == 80)
+            for (index, result) in results.enumerated() {
+                let used = try await stores[0].usage.states(scope: .test, user: "user_\(index)", meters: [(Self.calls, Self.january, .count(5))])
+                if index % 7 == 3 {
+                    #expect(throws: UsageRefusal.self) { try result.get() }
+                    #expect(used.map(\.used) == [0], "batch \(index) undone whole")
+                } else {
+                    #expect(try result.get().map(\.state.used) == [1, 3])
+                    #expect(used.map(\.used) == [3])
+                }
+            }
+        }
+    }
+
     @Test("A key recorded before with another quantity is refused; with the same quantity it is a duplicate", arguments: StoreBackend.allCases)
     func idempotencyKeyReused(_ backend: StoreBackend) async throws {
         try await withRoleStores(backend) { stores in

@@ -110,7 +110,10 @@ struct Export: AsyncParsableCommand {
             } catch {
                 throw ValidationError(error.description)
             }
-            if summaryJSON != nil, summaryJSON == output {
+            func resolved(_ path: String?) -> String? {
+                path.map { URL(fileURLWithPath: $0).standardizedFileURL.resolvingSymlinksInPath().path }
+            }
+            if summaryJSON != nil, resolved(summaryJSON) == resolved(output) {
                 throw ValidationError("--summary-json and --output name the same file.")
             }
             return request

@@ -52,7 +52,8 @@ public struct FileDescriptorWriter: ExportDestination {
 /// FIFO's reader would never see the export; `/dev/null` would become a file). Whoever means to
 /// feed a pipe or a device writes to standard output instead. An existing regular file is
 /// replaced only with `overwrite`; without it, the temporary file is linked to `path`, which
-/// fails if anything appeared there meanwhile, so nothing is ever replaced by surprise.
+/// fails if anything appeared there meanwhile, so nothing is replaced by surprise (on a file
+/// system without hard links, the check comes just before the rename).
 public struct AtomicExportFile: Sendable {
     /// The file the export is for.
     public let path: String
@@ -100,7 +101,7 @@ public struct AtomicExportFile: Sendable {
         switch status.st_mode & S_IFMT {
         case S_IFREG:
             guard overwrite else { throw .outputExists(path: path) }
-            return status.st_mode & 0o7777
+            return status.st_mode & 0o777  // never set-id bits on a file its runner now owns
         case S_IFDIR: throw .output(path: path, reason: "it is a directory; name a file")
         case S_IFLNK: kind = "a symbolic link"
         case S_IFIFO: kind = "a FIFO"
@@ -148,10 +149,12 @@ public struct AtomicExportFile: Sendable {
                 unlink(temporaryPath)
                 return
             }
-            if errno == EEXIST { throw .outputExists(path: path) }
-            // A file system without hard links: check, then rename.
-            guard [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV].contains(errno) else {
-                throw .output(path: path, reason: "link failed: \(String(cString: strerror(errno)))")
+            let failure = errno
+            if failure == EEXIST { throw .outputExists(path: path) }
+            // A file system without hard links: checked just before the rename instead, which
+            // leaves a window of a moment for a file appearing there to be replaced.
+            guard [EPERM, ENOTSUP, EOPNOTSUPP, EXDEV].contains(failure) else {
+                throw .output(path: path, reason: "link failed: \(String(cString: strerror(failure)))")
             }
         }
         _ = try Self.checkTarget(path, overwrite: overwrite)

@@ -49,8 +49,30 @@ struct PostgresUsage: UsageStore, UsageReportStore {
 
     // MARK: UsageStore
 
-    /// Applies batches in order, in one transaction; a refused batch is undone to a savepoint.
+    /// The most batches of several operations (each a savepoint, a subtransaction) in one
+    /// transaction: past 64 subtransactions a backend's cache of them overflows, and every
+    /// snapshot on the server gets slower.
+    static let savepointsPerTransaction = 32
+
+    /// Applies batches in order, in one transaction per ``savepointsPerTransaction`` batches of
+    /// several operations; a refused batch is undone to a savepoint.
     func apply(batches: [[UsageOperation]], now: Int64) async throws -> [Result<[UsageOutcome], UsageRefusal>] {
+        var results: [Result<[UsageOutcome], UsageRefusal>] = []
+        var start = 0
+        while start < batches.count {
+            var end = start
+            var savepoints = 0
+            while end < batches.count, savepoints < Self.savepointsPerTransaction || batches[end].count <= 1 {
+                if batches[end].count > 1 { savepoints += 1 }
+                end += 1
+            }
+            results += try await applyInOneTransaction(Array(batches[start..<end]), now: now)
+            start = end
+        }
+        return results
+    }
+
+    private func applyInOneTransaction(_ batches: [[UsageOperation]], now: Int64) async throws -> [Result<[UsageOutcome], UsageRefusal>] {
         let keys = Set(batches.joined().compactMap { operation in
             operation.recording.map { Key(scope: $0.input.scope, user: $0.input.user, meter: $0.input.meter.id) }
         }).sorted()
@@ -73,8 +95,8 @@ struct PostgresUsage: UsageStore, UsageReportStore {
                 }
                 try await connection.query("SAVEPOINT usage_batch", logger: logger)
                 let result = try await run()
-                try await connection.query(
-                    UsageBatch.refused(result) ? "ROLLBACK TO SAVEPOINT usage_batch" : "RELEASE SAVEPOINT usage_batch", logger: logger)
+                if UsageBatch.refused(result) { try await connection.query("ROLLBACK TO SAVEPOINT usage_batch", logger: logger) }
+                try await connection.query("RELEASE SAVEPOINT usage_batch", logger: logger)
                 results.append(result)
             }
             return results
@@ -156,7 +178,8 @@ struct PostgresUsage: UsageStore, UsageReportStore {
 
     private static func sum(_ key: Key, period: UsagePeriod, connection: PostgresConnection, logger: Logger) async throws -> Int64 {
         try await connection.single(
-            keyed("SELECT COALESCE(SUM(quantity), 0)::bigint FROM usageRecord WHERE \(keyCondition) AND timestamp >= $5 AND timestamp < $6", key) {
+            // SUM of bigint is numeric: held at the largest bigint before the cast, never an error.
+            keyed("SELECT LEAST(COALESCE(SUM(quantity), 0), 9223372036854775807)::bigint FROM usageRecord WHERE \(keyCondition) AND timestamp >= $5 AND timestamp < $6", key) {
                 $0.append(period.start)
                 $0.append(period.end)
             }, as: Int64.self, logger: logger) ?? 0

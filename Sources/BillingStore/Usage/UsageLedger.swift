@@ -195,10 +195,14 @@ public struct UsageLedger: UsageStore, UsageReportStore {
             .map { (UsagePeriod(start: $0[0], end: $0[1]), $0[2]) }
     }
 
+    /// The records' total over `period`, held at `Int64.max`: SQLite's `SUM` raises an error past
+    /// it (which would fail the whole group commit), so this adds up with `TOTAL`, exact for every
+    /// total below 2^53, far above ``UsageMeter/maximumTotal``.
     static func sum(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
-        try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT COALESCE(SUM(quantity), 0) FROM usageRecord WHERE \(keyCondition) AND timestamp >= ? AND timestamp < ?"),
+        let total = try Double.fetchOne(
+            db.cachedStatement(sql: "SELECT TOTAL(quantity) FROM usageRecord WHERE \(keyCondition) AND timestamp >= ? AND timestamp < ?"),
             arguments: key.arguments + [period.start, period.end]) ?? 0
+        return total >= 9.2e18 ? .max : Int64(total)
     }
 
     static func gauge(_ key: Key, db: Database) throws -> Int64 {
