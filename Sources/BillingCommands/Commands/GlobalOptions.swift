@@ -36,7 +36,7 @@ struct GlobalOptions: ParsableArguments {
     func openSQLite(_ settings: Settings, creating: Bool = true) throws -> SQLiteLedgerStore {
         if !creating, !FileManager.default.fileExists(atPath: settings.databasePath) {
             throw CommandFailure.configuration(
-                "BILLINGD_DATABASE names \(settings.databasePath), which does not exist: check the path (or BILLINGD_DATABASE_URL for PostgreSQL). A new ledger is created by `billingd serve` or `billingd migrate`.")
+                "BILLINGD_DATABASE names \(settings.databasePath), which does not exist: check the path (or BILLINGD_DATABASE_URL for PostgreSQL). A new SQLite ledger is created by `billingd serve`.")
         }
         do {
             return SQLiteLedgerStore(database: try LedgerDatabase.open(path: settings.databasePath))
