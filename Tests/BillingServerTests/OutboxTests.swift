@@ -705,6 +705,42 @@ struct OutboxCrashTests {
 
 @Suite("billingd outbox, the commands")
 struct OutboxCommandTests {
+    @Test("retry queues a dead event again (one, or all dead), and enable resumes a disabled endpoint; each says what it did", .needsBillingdBinary)
+    func retryAndEnable() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let outbox = ledger.store.outbox
+        let endpoint = "https://app.example.com/billing-hooks"
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for id in ["msg_one", "msg_two"] {
+            let queued = try await outbox.enqueue(
+                OutboxDraft(id: id, type: "test", scope: .test, user: "user_\(id)", createdAt: now, payload: Array("{}".utf8)),
+                endpoints: [endpoint], now: now)
+            try await outbox.record([OutboxAttempt(seq: queued[0].seq, outcome: .dead(error: "HTTP 500"), at: now)])
+        }
+        try await outbox.disableEndpoint(endpoint, at: now, reason: "410 Gone")
+        let settings = ["BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path]
+
+        let one = try await billingd(["outbox", "retry", "msg_one"], environment: settings)
+        #expect(one.status == 0, "\(one.stderr)")
+        #expect(one.stdout.contains("Queued msg_one again for 1 endpoint(s)"), "\(one.stdout)")
+        let all = try await billingd(["outbox", "retry", "--all-dead"], environment: settings)
+        #expect(all.status == 0, "\(all.stderr)")
+        #expect(all.stdout.contains("Queued 1 dead event(s) again"), "\(all.stdout)")
+        #expect(try await outbox.list(status: .dead, limit: 10).isEmpty)
+        // Due now that the commands ran (they queue at their own clock's now).
+        let later = Int64(Date().timeIntervalSince1970 * 1000) + 60_000
+        #expect(try await outbox.due(now: later, limit: 10).isEmpty, "the endpoint is still disabled")
+
+        let enable = try await billingd(["outbox", "enable", endpoint], environment: settings)
+        #expect(enable.status == 0, "\(enable.stderr)")
+        #expect(enable.stdout.contains("Enabled"), "\(enable.stdout)")
+        #expect(Set(try await outbox.due(now: later, limit: 10).map(\.event.id)) == ["msg_one", "msg_two"])
+        let again = try await billingd(["outbox", "enable", endpoint], environment: settings)
+        #expect(again.status == 66, "\(again.stderr)")
+        #expect(again.stderr.contains("is not disabled"), "\(again.stderr)")
+    }
+
     @Test(
         "send-test names each endpoint with the credentials in its URL masked, and exits 69 when one does not accept",
         .needsBillingdBinary)
