@@ -14,7 +14,7 @@ private func populatedLedger() async throws -> TemporaryLedger {
     return try await builder.ledger()
 }
 
-@Suite("backup and replay --verify succeed: the built binary on a ledger with data", .needsBillingdBinary, .serialized)
+@Suite("backup, replay --verify and copy succeed: the built binary on a ledger with data", .needsBillingdBinary, .serialized)
 struct LedgerCommandTests {
     @Test("backup writes a copy that opens with the same rows and events; an existing file needs --force")
     func backup() async throws {
@@ -64,5 +64,33 @@ struct LedgerCommandTests {
         let text = try await billingd(["replay", "--verify"], environment: settings)
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("The rebuilt ledger is identical to the one before."), "\(text.stdout)")
+    }
+
+    @Test("copy fills an empty PostgreSQL ledger from SQLite, verifies it by counts, rows and a replay, and the commands then read it there")
+    func copyToPostgres() async throws {
+        let ledger = try await populatedLedger()
+        defer { ledger.remove() }
+        try await PostgresTestDatabase.withFreshDatabase { target in
+            // The fresh database's URL: the test server's, with its name.
+            var url = try #require(URLComponents(string: ProcessInfo.processInfo.environment[PostgresTestDatabase.variable] ?? ""))
+            url.path = "/" + target.database
+            let targetURL = try #require(url.string)
+            let source = ledger.directory.appendingPathComponent("ledger.sqlite3").path
+
+            let result = try await billingd(["copy", "--from", source, "--to", targetURL, "--json"], environment: [:])
+            #expect(result.status == 0, "\(result.stderr)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            #expect(summary["verified"] as? Bool == true)
+            #expect(summary["ledger_identical"] as? Bool == true)
+            #expect((summary["replay"] as? [String: Any])?["identical"] as? Bool == true)
+            #expect((summary["replay"] as? [String: Any])?["processed"] as? Int == 5)
+
+            let inspect = try await billingd(["inspect", "sub_b"], environment: ["BILLINGD_DATABASE_URL": targetURL])
+            #expect(inspect.status == 0, "\(inspect.stderr)")
+            #expect(inspect.stdout.contains("past_due"), "\(inspect.stdout)")
+            // A second copy into the now-filled ledger is refused: 73.
+            let again = try await billingd(["copy", "--from", source, "--to", targetURL], environment: [:])
+            #expect(again.status == 73, "\(again.stderr)")
+        }
     }
 }
