@@ -49,19 +49,7 @@ final class FloodingReceiver: Sendable {
 
     /// Runs the receiver for the duration of `body`, which gets its base URL.
     func run(_ body: (String) async throws -> Void) async throws {
-        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "flooding-receiver")
-        logger.logLevel = .critical
-        let app = Application(
-            router: router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
-            var iterator = ports.makeAsyncIterator()
-            let port = await iterator.next() ?? 0
-            try await body("http://127.0.0.1:\(port)")
-            group.cancelAll()
-        }
+        try await withLoopbackServer(router(), label: "flooding-receiver") { port in try await body("http://127.0.0.1:\(port)") }
     }
 }
 

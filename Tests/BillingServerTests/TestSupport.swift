@@ -75,3 +75,21 @@ extension TestResponse {
         (json["error"] as? [String: Any])?["code"] as? String
     }
 }
+
+/// Serves `router` on a free loopback port for the duration of `body`, which gets the port
+/// (receivers of outbound webhooks, hostile repliers).
+func withLoopbackServer(_ router: Router<BasicRequestContext>, label: String, _ body: (Int) async throws -> Void) async throws {
+    let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+    var logger = Logger(label: label)
+    logger.logLevel = .critical
+    let app = Application(
+        router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+        onServerRunning: { channel in portContinuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await app.run() }
+        var iterator = ports.makeAsyncIterator()
+        let port = await iterator.next() ?? 0
+        try await body(port)
+        group.cancelAll()
+    }
+}
