@@ -152,13 +152,11 @@ public struct AppStoreController: Sendable {
                 .serviceUnavailable, code: "appstore_api_not_configured",
                 message: "Legacy receipts are looked up with the App Store Server API: set APPSTORE_ISSUER_ID, APPSTORE_KEY_ID and APPSTORE_PRIVATE_KEY (an In-App Purchase key from App Store Connect) and restart billingd.")
         }
-        var lookedUp: [AppStoreEnvironment] = []
         for environment in environments {
             // A verified receipt looks its first purchase up; an unverified one only a purchase
             // already tied to this user, so strangers' ids cost no call.
             let owned = read.isVerified ? [] : try await ledger.originalTransactionIDs(originals, ownedBy: user, environment: environment.rawValue)
             guard let transactionID = read.isVerified ? originals.first : originals.first(where: owned.contains) else { continue }
-            lookedUp.append(environment)
             let history: [AppStoreSignedTransaction]
             do {
                 history = try await configuration.clients[environment]!.completeTransactionHistory(transactionID: transactionID)
@@ -188,8 +186,9 @@ public struct AppStoreController: Sendable {
             return try await restoreResponse(
                 user, outcomes: outcomes, environment: environment.rawValue, receipt: read, unverified: others.filter { !mine.contains($0) })
         }
-        if !read.isVerified && lookedUp.isEmpty {
-            // None of the receipt's purchases is this user's: nothing to look at, nothing claimed.
+        if !read.isVerified {
+            // None of the receipt's purchases is this user's, or Apple has no history of the one
+            // that is: nothing restored, nothing claimed, every purchase named as not restored.
             return try await restoreResponse(user, outcomes: [], environment: likeliest.first?.rawValue, receipt: read, unverified: originals)
         }
         let transactionID = originals[0]
