@@ -182,7 +182,9 @@ struct AppStoreFakeEndToEndTests {
         let body = receipt
         try await apple.application(clients: `case` != "no API key").test(.router) { client in
             let response = try await postJSON(client, "/v1/users/user_1/appstore/receipts", ["receipt_data": body])
-            #expect(Int(response.status.code) == status, "\(response.text)")
+            // What the fake was asked and how it answered, to explain a failure.
+            let seen = await apple.fake.requests.map { "\($0.method) \($0.path) \($0.fault ?? $0.tokenRefusal.map { "\($0)" } ?? "answered")" }
+            #expect(Int(response.status.code) == status, "\(response.text); the fake saw \(seen)")
             #expect(response.errorCode == code)
             if code == "appstore_unavailable" { #expect(response.headers[.retryAfter] != nil) }
         }
