@@ -103,11 +103,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Samples and test keys, for tests, local mode and fuzzing, never for the daemon's production
+        // path: Stripe's example of every object (sample-objects.json, compiled in), sample events
+        // and `trigger --set` fields, App Store notifications and receipts, and a stand-in of Apple's
+        // signing PKI that forges JWS.
+        .target(
+            name: "BillingSamples",
+            dependencies: [
+                "BillingCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            // Written by scripts/gen-fixtures; compiled in, so that no file need sit next to a binary.
+            resources: [.embedInCode("Stripe/sample-objects.json")],
+            swiftSettings: swiftSettings
+        ),
         // Test support: a stateful fake of the Stripe REST API on loopback.
         .target(
             name: "StripeFake",
             dependencies: [
                 "BillingCore",
+                "BillingSamples",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -129,6 +146,7 @@ let package = Package(
             name: "AppStoreFake",
             dependencies: [
                 "BillingCore",
+                "BillingSamples",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -142,7 +160,7 @@ let package = Package(
         // The App Store fake as a process, for benchmarks and trying billingd by hand.
         .executableTarget(
             name: "appstore-fake",
-            dependencies: ["AppStoreFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["AppStoreFake", "BillingSamples", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
         // Hummingbird router and the long-running services.
@@ -156,6 +174,7 @@ let package = Package(
                 "StripeAPI",
                 "StripeFake",
                 "AppStoreFake",
+                "BillingSamples",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -181,6 +200,7 @@ let package = Package(
             name: "BillingCommands",
             dependencies: [
                 "BillingCore",
+                "BillingSamples",
                 "BillingStore",
                 "BillingServer",
                 "APITransport",
@@ -211,13 +231,15 @@ let package = Package(
         ),
         .testTarget(
             name: "FuzzHarnessesTests",
-            dependencies: ["FuzzHarnesses", "BillingCore"],
+            dependencies: ["FuzzHarnesses", "BillingCore", "BillingSamples"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BillingCoreTests",
             dependencies: [
                 "BillingCore",
+                // The test PKI, sample receipts and Stripe's example objects.
+                "BillingSamples",
                 // RSA test PKIs for receipts signed as Apple signs them.
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -227,7 +249,7 @@ let package = Package(
         .testTarget(
             name: "BillingStoreTests",
             dependencies: [
-                "BillingTestSupport", "BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"),
+                "BillingTestSupport", "BillingCore", "BillingSamples", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "CSV", package: "CSV.swift"),
             ],
@@ -247,6 +269,7 @@ let package = Package(
             dependencies: [
                 "BillingTestSupport",
                 "BillingCore",
+                "BillingSamples",
                 "BillingStore",
                 "BillingServer",
                 "BillingCommands",
@@ -273,6 +296,7 @@ let package = Package(
                 "AppStoreAPI",
                 "AppStoreFake",
                 "BillingCore",
+                "BillingSamples",
                 "BillingStore",
                 "BillingServer",
                 .product(name: "Logging", package: "swift-log"),
@@ -285,6 +309,7 @@ let package = Package(
             dependencies: [
                 "AppStoreFake",
                 "BillingCore",
+                "BillingSamples",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

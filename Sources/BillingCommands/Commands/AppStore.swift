@@ -1,6 +1,7 @@
 import AppStoreAPI
 import ArgumentParser
 import BillingCore
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation
