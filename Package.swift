@@ -163,7 +163,8 @@ let package = Package(
             dependencies: ["AppStoreFake", "BillingSamples", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
-        // Hummingbird router and the long-running services.
+        // Hummingbird router and the long-running services. No fake, no sample, no test key: local
+        // mode's stand-ins come in through its LocalStandIns protocol, from BillingLocal.
         .target(
             name: "BillingServer",
             dependencies: [
@@ -172,9 +173,6 @@ let package = Package(
                 "APITransport",
                 "AppStoreAPI",
                 "StripeAPI",
-                "StripeFake",
-                "AppStoreFake",
-                "BillingSamples",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -195,6 +193,27 @@ let package = Package(
             resources: [.embedInCode("OpenAPI/openapi.json")],
             swiftSettings: swiftSettings
         ),
+        // Local mode (`serve --local`, `trigger`, `appstore trigger`): the generated webhook secret,
+        // the local App Store PKI, and the Stripe and App Store fakes wired in as BillingServer's
+        // LocalStandIns. Only BillingCommands imports it.
+        .target(
+            name: "BillingLocal",
+            dependencies: [
+                "BillingCore",
+                "BillingStore",
+                "BillingServer",
+                "BillingSamples",
+                "StripeFake",
+                "AppStoreFake",
+                "APITransport",
+                "AppStoreAPI",
+                "StripeAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // ArgumentParser commands, a library so that tests can run them.
         .target(
             name: "BillingCommands",
@@ -203,6 +222,7 @@ let package = Package(
                 "BillingSamples",
                 "BillingStore",
                 "BillingServer",
+                "BillingLocal",
                 "APITransport",
                 "AppStoreAPI",
                 "StripeAPI",
@@ -272,6 +292,7 @@ let package = Package(
                 "BillingSamples",
                 "BillingStore",
                 "BillingServer",
+                "BillingLocal",
                 "BillingCommands",
                 "APITransport",
                 "StripeAPI",

@@ -1,6 +1,7 @@
 import AppStoreAPI
 import ArgumentParser
 import BillingCore
+import BillingLocal
 import BillingSamples
 import BillingServer
 import BillingStore

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BillingCore
+import BillingLocal
 import BillingSamples
 import BillingServer
 import BillingStore
