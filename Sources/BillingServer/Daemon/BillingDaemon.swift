@@ -96,61 +96,28 @@ public struct BillingDaemon: Sendable {
         let appStoreVerifier = try AppStoreSupport.verifier(settings, localRoot: localRoot)
         let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot)
 
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        // Local mode without a Stripe key: Checkout, the portal and cancel go to a Stripe fake.
-        // First in the group, so it stops last.
-        let localStripe: (any LocalStripeStandIn)?
-        if let local = options.local, settings.apiKey == nil {
-            localStripe = try await local.startStripe(catalog: catalog ?? .freeOnly, store: store, logger: logger)
-        } else {
-            localStripe = nil
-        }
-        if let localStripe { services.append(.init(service: localStripe)) }
-        // Local mode without an In-App Purchase key: the App Store Server API goes to a fake
-        // that signs with the local PKI and sends its notifications here.
-        let localAppStore: (any LocalAppStoreStandIn)?
-        if isLocal, let local = options.local, appStoreClients.isEmpty, localRoot != nil, let appStoreVerifier,
-            settings.appStoreEnvironments.contains(.sandbox)
-        {
-            do {
-                localAppStore = try await local.startAppStore(
-                    settings: settings, verifier: appStoreVerifier, catalog: catalog ?? .freeOnly, store: store, logger: logger)
-            } catch {
-                await localStripe?.stop()
-                throw error
-            }
-        } else {
-            localAppStore = nil
-        }
-        if let localAppStore {
-            appStoreClients[.sandbox] = localAppStore.client
-            services.append(.init(service: localAppStore))
-        }
+        // Local mode's stand-ins first in the group, so that they stop last.
+        let localStandIns = try await LocalModeParts.start(
+            options.local, settings: settings, secretIsLocal: isLocal, appStoreClients: appStoreClients, localRoot: localRoot,
+            verifier: appStoreVerifier, catalog: catalog ?? .freeOnly, store: store, logger: logger)
+        let localStripe = localStandIns.stripe
+        let localAppStore = localStandIns.appStore
+        if let localAppStore { appStoreClients[.sandbox] = localAppStore.client }
+        var services = localStandIns.services
         services.append(.init(service: applier))
         if let sender { services.append(.init(service: sender)) }
         services.append(.init(service: OutboxReviewer(store: store.outbox, logger: logger, queued: { sender?.wake() })))
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
         let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
         let livemode = settings.apiKeyIsLive ?? false
-        let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
-            AppStoreReconciler(
-                store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
+        if let scheduler = Self.reconcileScheduler(
+            settings, store: store, stripe: stripe, livemode: livemode, appStoreClients: appStoreClients, applier: applier,
+            catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
+        {
+            services.append(.init(service: scheduler))
         }
-        if stripe != nil || !appStoreReconcilers.isEmpty {
-            let reconciler = stripe.map { stripe in
-                Reconciler(
-                    store: store, client: stripe, livemode: livemode, logger: logger,
-                    inbox: inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
-            }
-            var schedule = ReconcileScheduler.Configuration(
-                sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval)
-            schedule.initialDelay = options.schedulerInitialDelay
-            services.append(.init(service: ReconcileScheduler(
-                reconciler: reconciler, appStore: appStoreReconcilers, store: store, configuration: schedule, metrics: metrics, logger: logger)))
-        }
-        if let stripe, let interval = settings.usageReportInterval {
-            let reporter = UsageReporter(store: store, client: stripe, livemode: livemode, logger: logger, metrics: metrics)
-            services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
+        if let usageReport = Self.usageReportScheduler(settings, store: store, stripe: stripe, livemode: livemode, metrics: metrics, logger: logger) {
+            services.append(.init(service: usageReport))
         }
         if let localStripe {
             logger.warning(
