@@ -103,11 +103,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Samples and test keys, for tests, local mode and fuzzing, never for the daemon's production
+        // path: Stripe's example of every object (sample-objects.json, compiled in), sample events
+        // and `trigger --set` fields, App Store notifications and receipts, and a stand-in of Apple's
+        // signing PKI that forges JWS.
+        .target(
+            name: "BillingSamples",
+            dependencies: [
+                "BillingCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            // Written by scripts/gen-fixtures; compiled in, so that no file need sit next to a binary.
+            resources: [.embedInCode("Stripe/sample-objects.json")],
+            swiftSettings: swiftSettings
+        ),
         // Test support: a stateful fake of the Stripe REST API on loopback.
         .target(
             name: "StripeFake",
             dependencies: [
                 "BillingCore",
+                "BillingSamples",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -129,6 +146,7 @@ let package = Package(
             name: "AppStoreFake",
             dependencies: [
                 "BillingCore",
+                "BillingSamples",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -142,10 +160,11 @@ let package = Package(
         // The App Store fake as a process, for benchmarks and trying billingd by hand.
         .executableTarget(
             name: "appstore-fake",
-            dependencies: ["AppStoreFake", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["AppStoreFake", "BillingSamples", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
-        // Hummingbird router and the long-running services.
+        // Hummingbird router and the long-running services. No fake, no sample, no test key: local
+        // mode's stand-ins come in through its LocalStandIns protocol, from BillingLocal.
         .target(
             name: "BillingServer",
             dependencies: [
@@ -154,8 +173,6 @@ let package = Package(
                 "APITransport",
                 "AppStoreAPI",
                 "StripeAPI",
-                "StripeFake",
-                "AppStoreFake",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -176,13 +193,36 @@ let package = Package(
             resources: [.embedInCode("OpenAPI/openapi.json")],
             swiftSettings: swiftSettings
         ),
+        // Local mode (`serve --local`, `trigger`, `appstore trigger`): the generated webhook secret,
+        // the local App Store PKI, and the Stripe and App Store fakes wired in as BillingServer's
+        // LocalStandIns. Only BillingCommands imports it.
+        .target(
+            name: "BillingLocal",
+            dependencies: [
+                "BillingCore",
+                "BillingStore",
+                "BillingServer",
+                "BillingSamples",
+                "StripeFake",
+                "AppStoreFake",
+                "APITransport",
+                "AppStoreAPI",
+                "StripeAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // ArgumentParser commands, a library so that tests can run them.
         .target(
             name: "BillingCommands",
             dependencies: [
                 "BillingCore",
+                "BillingSamples",
                 "BillingStore",
                 "BillingServer",
+                "BillingLocal",
                 "APITransport",
                 "AppStoreAPI",
                 "StripeAPI",
@@ -211,13 +251,15 @@ let package = Package(
         ),
         .testTarget(
             name: "FuzzHarnessesTests",
-            dependencies: ["FuzzHarnesses", "BillingCore"],
+            dependencies: ["FuzzHarnesses", "BillingCore", "BillingSamples"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "BillingCoreTests",
             dependencies: [
                 "BillingCore",
+                // The test PKI, sample receipts and Stripe's example objects.
+                "BillingSamples",
                 // RSA test PKIs for receipts signed as Apple signs them.
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -227,7 +269,7 @@ let package = Package(
         .testTarget(
             name: "BillingStoreTests",
             dependencies: [
-                "BillingTestSupport", "BillingCore", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"),
+                "BillingTestSupport", "BillingCore", "BillingSamples", "BillingStore", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "CSV", package: "CSV.swift"),
             ],
@@ -247,8 +289,10 @@ let package = Package(
             dependencies: [
                 "BillingTestSupport",
                 "BillingCore",
+                "BillingSamples",
                 "BillingStore",
                 "BillingServer",
+                "BillingLocal",
                 "BillingCommands",
                 "APITransport",
                 "StripeAPI",
@@ -273,6 +317,7 @@ let package = Package(
                 "AppStoreAPI",
                 "AppStoreFake",
                 "BillingCore",
+                "BillingSamples",
                 "BillingStore",
                 "BillingServer",
                 .product(name: "Logging", package: "swift-log"),
@@ -285,6 +330,7 @@ let package = Package(
             dependencies: [
                 "AppStoreFake",
                 "BillingCore",
+                "BillingSamples",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

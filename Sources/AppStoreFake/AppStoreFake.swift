@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 import Crypto
 import Hummingbird
 import Logging

@@ -1,6 +1,7 @@
 import AppStoreFake
 import ArgumentParser
 import BillingCore
+import BillingSamples
 import Crypto
 import Foundation
 import Logging

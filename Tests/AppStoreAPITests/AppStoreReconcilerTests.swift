@@ -1,6 +1,7 @@
 import APITransport
 import AppStoreAPI
 import BillingCore
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation

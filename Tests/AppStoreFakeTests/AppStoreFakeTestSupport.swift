@@ -1,6 +1,7 @@
 import AppStoreFake
 import AsyncHTTPClient
 import BillingCore
+import BillingSamples
 import Crypto
 import Foundation
 import HTTPTypes

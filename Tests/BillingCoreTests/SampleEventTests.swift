@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation

@@ -2,6 +2,7 @@ import APITransport
 import AppStoreAPI
 import AppStoreFake
 import BillingCore
+import BillingSamples
 import BillingServer
 import BillingStore
 import Crypto

@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import BillingCore
+import BillingLocal
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation
@@ -50,7 +52,7 @@ struct DaemonTests {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let daemon = try await BillingDaemon(
             settings: settings, store: ledger.store,
-            options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+            options: .init(local: LocalMode(), gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
         let (running, port) = try await start(daemon, ports: ports, listening: listening)
         return (daemon, running, port)
     }
@@ -182,7 +184,7 @@ struct DaemonTests {
             let (ports, listening) = AsyncStream.makeStream(of: Int.self)
             let local = try await BillingDaemon(
                 settings: settings, store: ledger.store,
-                options: .init(local: true, gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+                options: .init(local: LocalMode(), gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
             #expect(local.startup["webhook_secrets"] == "local (generated)")
             let (running, _) = try await start(local, ports: ports, listening: listening)
             await local.shutdown()

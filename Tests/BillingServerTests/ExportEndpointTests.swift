@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import BillingCore
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation

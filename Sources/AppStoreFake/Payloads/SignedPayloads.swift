@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 import Foundation
 
 /// `JWSTransactionDecodedPayload`, member names exactly as Apple's (and as

@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 
 /// All of the fake's state: subscriptions and purchases with their transactions, the notification
 /// history, recorded requests, armed faults and the notification delivery queue.

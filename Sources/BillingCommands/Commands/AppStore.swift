@@ -1,6 +1,8 @@
 import AppStoreAPI
 import ArgumentParser
 import BillingCore
+import BillingLocal
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BillingLocal
 import BillingServer
 import BillingStore
 import Logging
@@ -30,7 +31,7 @@ struct Serve: AsyncParsableCommand {
         let daemon: BillingDaemon
         do {
             daemon = try await BillingDaemon(
-                settings: settings, store: store, options: .init(local: local, benchmarkRoutes: benchmarkRoutes, closesStore: true), logger: logger)
+                settings: settings, store: store, options: .init(local: local ? LocalMode() : nil, benchmarkRoutes: benchmarkRoutes, closesStore: true), logger: logger)
         } catch {
             try? await store.close()
             switch error {

@@ -1,5 +1,7 @@
 import ArgumentParser
 import BillingCore
+import BillingLocal
+import BillingSamples
 import BillingServer
 import BillingStore
 import Foundation

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AppStoreAPI
 import BillingCore
+import BillingLocal
 import BillingServer
 import BillingStore
 import Logging

@@ -23,6 +23,27 @@ public enum RawObjectLocator {
         objectRange(in: body).map { body[$0] }
     }
 
+    /// The byte range of each member's value of the object `json` is, by name as a JSON decoder
+    /// reads it; nil when `json` is not one well-formed object or names a member twice. For
+    /// BillingSamples, which keeps its samples' bytes as they are in one file.
+    package static func memberRanges(in json: [UInt8]) -> [String: Range<Int>]? {
+        json.withUnsafeBufferPointer { bytes in
+            var scanner = Scanner(bytes: bytes)
+            var ranges: [String: Range<Int>] = [:]
+            var duplicate = false
+            let complete = scanner.forEachMember(inObjectAt: 0) { key, value in
+                let quoted = Data(bytes[key])
+                guard let name = try? JSONDecoder().decode(String.self, from: quoted), ranges[name] == nil else {
+                    duplicate = true
+                    return
+                }
+                ranges[name] = value
+            }
+            scanner.skipWhitespace()
+            return complete && !duplicate && scanner.position == bytes.count ? ranges : nil
+        }
+    }
+
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         var position = 0
@@ -32,33 +53,43 @@ public enum RawObjectLocator {
         /// Scans the object that starts at `start` and returns the range of the value of the
         /// member whose key is `name`; nil when there is none, or more than one.
         mutating func member(named name: String, inObjectAt start: Int) -> Range<Int>? {
+            let wanted = Array(name.utf8)
+            let bytes = self.bytes
+            var found: Range<Int>?
+            var twice = false
+            let complete = forEachMember(inObjectAt: start) { key, value in
+                guard Self.keyEquals(key, wanted, in: bytes) else { return }
+                // Which of two a JSON decoder keeps is its own choice: take neither.
+                if found != nil { twice = true }
+                found = value
+            }
+            return complete && !twice ? found : nil
+        }
+
+        /// Scans the object that starts at `start`, handing `visit` each member's key (quotes
+        /// included) and value range in order; false when the object is not well-formed.
+        mutating func forEachMember(inObjectAt start: Int, _ visit: (Range<Int>, Range<Int>) -> Void) -> Bool {
             position = start
             skipWhitespace()
-            guard consume(UInt8(ascii: "{")) else { return nil }
-            let wanted = Array(name.utf8)
+            guard consume(UInt8(ascii: "{")) else { return false }
             skipWhitespace()
-            if consume(UInt8(ascii: "}")) { return nil }
-            var found: Range<Int>?
+            if consume(UInt8(ascii: "}")) { return true }
             while true {
                 skipWhitespace()
-                guard let key = skipString() else { return nil }
+                guard let key = skipString() else { return false }
                 skipWhitespace()
-                guard consume(UInt8(ascii: ":")) else { return nil }
+                guard consume(UInt8(ascii: ":")) else { return false }
                 skipWhitespace()
                 let valueStart = position
-                guard skipValue(depth: 0) else { return nil }
-                if keyEquals(key, wanted) {
-                    // Which of two a JSON decoder keeps is its own choice: take neither.
-                    guard found == nil else { return nil }
-                    found = valueStart..<position
-                }
+                guard skipValue(depth: 0) else { return false }
+                visit(key, valueStart..<position)
                 skipWhitespace()
                 if consume(UInt8(ascii: ",")) { continue }
-                return consume(UInt8(ascii: "}")) ? found : nil
+                return consume(UInt8(ascii: "}"))
             }
         }
 
-        private func keyEquals(_ key: Range<Int>, _ wanted: [UInt8]) -> Bool {
+        private static func keyEquals(_ key: Range<Int>, _ wanted: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
             // key includes the quotes.
             let inner = (key.lowerBound + 1)..<(key.upperBound - 1)
             if bytes[inner].contains(UInt8(ascii: "\\")) {
@@ -81,7 +112,7 @@ public enum RawObjectLocator {
             return true
         }
 
-        private mutating func skipWhitespace() {
+        mutating func skipWhitespace() {
             while position < bytes.count {
                 switch bytes[position] {
                 case 0x20, 0x09, 0x0A, 0x0D: position += 1

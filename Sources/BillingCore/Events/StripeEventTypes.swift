@@ -287,7 +287,7 @@ public enum StripeEventTypes {
     }
 
     /// Levenshtein distance over UTF-8 bytes (event types are ASCII).
-    static func distance(_ a: String, _ b: String) -> Int {
+    package static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a.utf8)
         let b = Array(b.utf8)
         guard !a.isEmpty else { return b.count }

@@ -7,7 +7,6 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import StripeAPI
-import StripeFake
 import UnixSignals
 
 /// `billingd serve` as a value: the HTTP server, the applier, the reconcile scheduler and the
@@ -16,9 +15,11 @@ import UnixSignals
 /// in process, wake-ups and shutdown order included.
 public struct BillingDaemon: Sendable {
     public struct Options: Sendable {
-        /// Local mode: without STRIPE_WEBHOOK_SECRET, accept a generated secret kept in the store,
-        /// and trust the local App Store PKI.
-        public var local: Bool
+        /// Local mode (`serve --local`, BillingLocal's stand-ins): without STRIPE_WEBHOOK_SECRET,
+        /// accept a generated secret kept in the store and trust the local App Store PKI; without
+        /// a Stripe key or an In-App Purchase key, run stand-ins of their APIs. Nil, as in every
+        /// production configuration: no stand-in can start.
+        public var local: (any LocalStandIns)?
         /// Adds `POST /bench/noop`, the ceiling the ingest benchmark compares against.
         public var benchmarkRoutes: Bool
         /// Signals that stop the daemon gracefully; a test passes none and calls ``shutdown()``.
@@ -34,7 +35,7 @@ public struct BillingDaemon: Sendable {
         public var closesStore: Bool
 
         public init(
-            local: Bool = false, benchmarkRoutes: Bool = false, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
+            local: (any LocalStandIns)? = nil, benchmarkRoutes: Bool = false, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
             schedulerInitialDelay: Duration = .seconds(15), onListening: @escaping @Sendable (Int) async -> Void = { _ in },
             closesStore: Bool = false
         ) {
@@ -65,14 +66,14 @@ public struct BillingDaemon: Sendable {
         let store = store.announcing(.serviceViews(catalog: catalog ?? .freeOnly, endpoints: settings.appWebhookURLs))
 
         var secrets = settings.webhookSecrets
-        let isLocal = secrets.isEmpty && options.local
+        let isLocal = secrets.isEmpty && options.local != nil
         if secrets.isEmpty {
-            guard options.local else {
+            guard let local = options.local else {
                 throw SettingsError.missing(
                     "STRIPE_WEBHOOK_SECRET",
                     "Set it to your endpoint's signing secret (whsec_…, from the Stripe dashboard or `stripe listen`), or run `billingd serve --local` to try billingd with a generated secret.")
             }
-            secrets = [try await LocalMode.secret(in: store, creating: true)!]
+            secrets = [try await local.webhookSecret(in: store)]
             logger.warning(
                 "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
         }
@@ -91,72 +92,36 @@ public struct BillingDaemon: Sendable {
         })
         // What can fail on the settings, before anything is started.
         var appStoreClients = try settings.appStoreClients(logger: logger)
-        let localPKI = isLocal ? try await AppStoreSupport.localPKI(in: store, creating: true) : nil
-        let appStoreVerifier = try AppStoreSupport.verifier(settings, localPKI: localPKI)
-        let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings, localPKI: localPKI)
+        let localRoot = isLocal ? try await options.local?.appStoreRoot(in: store) : nil
+        let appStoreVerifier = try AppStoreSupport.verifier(settings, localRoot: localRoot)
+        let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot)
 
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        // Local mode without a Stripe key: Checkout, the portal and cancel go to a Stripe fake.
-        // First in the group, so it stops last.
-        let localStripe = options.local && settings.apiKey == nil ? try await LocalStripe.start(catalog: catalog ?? .freeOnly, logger: logger) : nil
-        if let localStripe {
-            services.append(.init(service: localStripe))
-            // Where `trigger` finds it, to have it hold the objects it sends.
-            do {
-                try await store.setMetaValue(LocalStripeFake.metaKey, localStripe.fake.baseURL)
-            } catch {
-                await localStripe.fake.stop()
-                throw error
-            }
-        }
-        // Local mode without an In-App Purchase key: the App Store Server API goes to a fake
-        // that signs with the local PKI and sends its notifications here.
-        let localAppStore: LocalAppStore?
-        if isLocal, appStoreClients.isEmpty, let localPKI, let appStoreVerifier, settings.appStoreEnvironments.contains(.sandbox) {
-            do {
-                localAppStore = try await LocalAppStore.start(
-                    settings: settings, pki: localPKI, verifier: appStoreVerifier, catalog: catalog ?? .freeOnly, store: store,
-                    logger: logger)
-            } catch {
-                await localStripe?.fake.stop()
-                throw error
-            }
-        } else {
-            localAppStore = nil
-        }
-        if let localAppStore {
-            appStoreClients[.sandbox] = localAppStore.client
-            services.append(.init(service: localAppStore))
-        }
+        // Local mode's stand-ins first in the group, so that they stop last.
+        let localStandIns = try await LocalModeParts.start(
+            options.local, settings: settings, secretIsLocal: isLocal, appStoreClients: appStoreClients, localRoot: localRoot,
+            verifier: appStoreVerifier, catalog: catalog ?? .freeOnly, store: store, logger: logger)
+        let localStripe = localStandIns.stripe
+        let localAppStore = localStandIns.appStore
+        if let localAppStore { appStoreClients[.sandbox] = localAppStore.client }
+        var services = localStandIns.services
         services.append(.init(service: applier))
         if let sender { services.append(.init(service: sender)) }
         services.append(.init(service: OutboxReviewer(store: store.outbox, logger: logger, queued: { sender?.wake() })))
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
         let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
         let livemode = settings.apiKeyIsLive ?? false
-        let appStoreReconcilers = [AppStoreEnvironment.production, .sandbox].compactMap { appStoreClients[$0] }.map { client in
-            AppStoreReconciler(
-                store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
+        if let scheduler = Self.reconcileScheduler(
+            settings, store: store, stripe: stripe, livemode: livemode, appStoreClients: appStoreClients, applier: applier,
+            catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
+        {
+            services.append(.init(service: scheduler))
         }
-        if stripe != nil || !appStoreReconcilers.isEmpty {
-            let reconciler = stripe.map { stripe in
-                Reconciler(
-                    store: store, client: stripe, livemode: livemode, logger: logger,
-                    inbox: inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
-            }
-            var schedule = ReconcileScheduler.Configuration(
-                sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval)
-            schedule.initialDelay = options.schedulerInitialDelay
-            services.append(.init(service: ReconcileScheduler(
-                reconciler: reconciler, appStore: appStoreReconcilers, store: store, configuration: schedule, metrics: metrics, logger: logger)))
-        }
-        if let stripe, let interval = settings.usageReportInterval {
-            let reporter = UsageReporter(store: store, client: stripe, livemode: livemode, logger: logger, metrics: metrics)
-            services.append(.init(service: UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)))
+        if let usageReport = Self.usageReportScheduler(settings, store: store, stripe: stripe, livemode: livemode, metrics: metrics, logger: logger) {
+            services.append(.init(service: usageReport))
         }
         if let localStripe {
             logger.warning(
-                "LOCAL MODE: no STRIPE_API_KEY; Checkout, Portal and cancel go to a Stripe fake on \(localStripe.fake.baseURL), selling the plan catalog's \(localStripe.prices) price(s). Open a Checkout URL to pay it; the fake's webhooks come back here.")
+                "LOCAL MODE: no STRIPE_API_KEY; Checkout, Portal and cancel go to a Stripe fake on \(localStripe.baseURL), selling the plan catalog's \(localStripe.prices) price(s). Open a Checkout URL to pay it; the fake's webhooks come back here.")
         } else if stripe == nil {
             logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
         }
@@ -189,7 +154,7 @@ public struct BillingDaemon: Sendable {
                     "bundle_id": "\(settings.appStoreBundleID ?? AppStoreSupport.localBundleID)",
                     "environments": "\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
                     "ownership": "\(settings.appStoreOwnership.rawValue)",
-                    "local_pki": "\(localPKI != nil)",
+                    "local_pki": "\(localRoot != nil)",
                 ])
         }
         if let catalog { dependencies.plans = catalog }
@@ -204,7 +169,7 @@ public struct BillingDaemon: Sendable {
         var startup = Self.startupSummary(
             settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
             appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
-        if let localStripe { startup["stripe_api"] = "local fake at \(localStripe.fake.baseURL)" }
+        if let localStripe { startup["stripe_api"] = "local fake at \(localStripe.baseURL)" }
         if let localAppStore { startup["app_store_api"] = "local fake at \(localAppStore.baseURL)" }
         let webhookSecret = secrets[0]
         let summary = startup

@@ -2,20 +2,19 @@ import BillingCore
 import BillingStore
 import Foundation
 
-/// App Store set-up shared by `serve` and `appstore trigger`: the verifier from the settings,
-/// trust anchors from files, and local mode's generated PKI.
+/// App Store set-up shared by `serve` and `appstore trigger`: the verifier from the settings and
+/// trust anchors from files (BillingLocal adds local mode's generated PKI).
 public enum AppStoreSupport {
     /// The bundle id local mode uses when `APPSTORE_BUNDLE_ID` is not set.
     public static let localBundleID = "local.billingd.app"
-    public static let localPKIKey = "local_appstore_pki"
 
     /// The verifier `serve` uses; nil when App Store support is off. In local mode it also trusts
-    /// the local PKI (and, without `APPSTORE_BUNDLE_ID`, accepts the local bundle id).
-    public static func verifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreVerifier? {
+    /// the local PKI's root (and, without `APPSTORE_BUNDLE_ID`, accepts the local bundle id).
+    public static func verifier(_ settings: Settings, localRoot: [UInt8]?) throws -> AppStoreVerifier? {
         var roots = try settings.appStoreRootCertificates.map { try loadCertificate(path: $0) }
         if roots.isEmpty { roots = [AppleRootCertificates.g3] }
-        guard let bundleID = settings.appStoreBundleID ?? (localPKI == nil ? nil : localBundleID) else { return nil }
-        if let localPKI { roots.append(localPKI.rootDER) }
+        guard let bundleID = settings.appStoreBundleID ?? (localRoot == nil ? nil : localBundleID) else { return nil }
+        if let localRoot { roots.append(localRoot) }
         do {
             return try AppStoreVerifier(.init(
                 bundleID: bundleID, appAppleID: settings.appStoreAppAppleID, environments: settings.appStoreEnvironments,
@@ -27,11 +26,11 @@ public enum AppStoreSupport {
 
     /// The verifier of StoreKit 1 receipts `serve` uses: the configured receipt roots, else Apple
     /// Inc. Root; in local mode also the local PKI's root, which signs local sample receipts.
-    public static func receiptVerifier(_ settings: Settings, localPKI: AppStoreTestPKI?) throws -> AppStoreReceiptVerifier {
+    public static func receiptVerifier(_ settings: Settings, localRoot: [UInt8]?) throws -> AppStoreReceiptVerifier {
         let setting = "APPSTORE_RECEIPT_ROOT_CERTIFICATES"
         var roots = try settings.appStoreReceiptRootCertificates.map { try loadCertificate(path: $0, setting: setting) }
         if roots.isEmpty { roots = [AppleRootCertificates.appleIncRoot] }
-        if let localPKI { roots.append(localPKI.rootDER) }
+        if let localRoot { roots.append(localRoot) }
         do {
             return try AppStoreReceiptVerifier(rootCertificates: roots)
         } catch {
@@ -51,17 +50,5 @@ public enum AppStoreSupport {
             throw SettingsError.invalid(setting, path, "a PEM certificate whose base64 body decodes")
         }
         return Array(der)
-    }
-
-    /// Local mode's App Store PKI, generated once and kept in the ledger like the local webhook
-    /// secret; trusted only by `serve --local`.
-    public static func localPKI(in store: any LedgerStore, creating: Bool) async throws -> AppStoreTestPKI? {
-        if let stored = try await store.metaValue(localPKIKey) {
-            return try AppStoreTestPKI(serialized: stored)
-        }
-        guard creating else { return nil }
-        let pki = try AppStoreTestPKI()
-        try await store.setMetaValue(localPKIKey, pki.serialized())
-        return pki
     }
 }

@@ -23,7 +23,7 @@ extension Settings {
     public func appStoreClients(logger: Logger) throws -> [AppStoreEnvironment: AppStoreClient] {
         guard let issuerID = appStoreIssuerID, let keyID = appStoreKeyID, let path = appStorePrivateKeyPath,
             let bundleID = appStoreBundleID,
-            let verifier = try AppStoreSupport.verifier(self, localPKI: nil)
+            let verifier = try AppStoreSupport.verifier(self, localRoot: nil)
         else { return [:] }
         let key: P256.Signing.PrivateKey
         do {

@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 
 /// Stripe's example of each object (BillingCore's ``SampleObjects``), parsed once: every object
 /// the fake makes starts as one of these with its own members set, so that shapes stay Stripe's.

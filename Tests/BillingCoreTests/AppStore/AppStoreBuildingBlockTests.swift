@@ -1,4 +1,5 @@
 @testable import BillingCore
+import BillingSamples
 import Crypto
 import Foundation
 import SwiftASN1

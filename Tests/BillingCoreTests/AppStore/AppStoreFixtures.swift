@@ -1,4 +1,5 @@
 @testable import BillingCore
+import BillingSamples
 import Foundation
 import Testing
 

@@ -4,7 +4,7 @@
 /// `ReceiptUtility.extractTransactionId(appReceipt:)`).
 ///
 /// Reading does **not** verify the receipt's PKCS#7 signature, so nothing read here proves a
-/// purchase: anyone can make a receipt that parses (``AppStoreSampleReceipt`` does).
+/// purchase: anyone can make a receipt that parses (BillingSamples' `AppStoreSampleReceipt` does).
 /// ``AppStoreReceiptVerifier`` reads a receipt and checks that Apple signed it; only a verified
 /// receipt may tie a purchase to a user. Even then its ids only say which history to ask the App
 /// Store Server API for, whose signed answer is the source of truth — Apple's own advice for

@@ -1,7 +1,7 @@
 /// The dates inside an app receipt (IA5String RFC 3339, e.g. `2025-04-30T02:17:37Z`) to and from
 /// Unix milliseconds, billingd's one representation of time. Pure arithmetic: no calendar, no
 /// locale, no formatter to share between threads.
-enum ReceiptDate {
+package enum ReceiptDate {
     /// Unix milliseconds of `text`, or nil when it is not an RFC 3339 date-time.
     ///
     /// Accepts `YYYY-MM-DDTHH:MM:SS`, an optional fraction (milliseconds kept, the rest dropped),
@@ -73,7 +73,7 @@ enum ReceiptDate {
 
     /// `milliseconds` as `YYYY-MM-DDTHH:MM:SSZ`, in whole seconds (rounded down), as Apple writes
     /// receipt dates. For years 0 to 9999.
-    static func text(_ milliseconds: Int64) -> String {
+    package static func text(_ milliseconds: Int64) -> String {
         let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400

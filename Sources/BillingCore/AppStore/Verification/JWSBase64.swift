@@ -3,8 +3,8 @@
 ///
 /// Strict means: only the alphabet's characters, `=` only as correct trailing padding, no
 /// whitespace, and zero bits after the last byte, so that one text decodes one way only.
-enum JWSBase64 {
-    enum Alphabet {
+package enum JWSBase64 {
+    package enum Alphabet {
         /// `A–Z a–z 0–9 - _`, padding optional (JWS omits it).
         case url
         /// `A–Z a–z 0–9 + /`, padding optional.
@@ -42,7 +42,7 @@ enum JWSBase64 {
     }
 
     /// `bytes` as base64 in `alphabet`; url is unpadded (as in a compact JWS), standard is padded.
-    static func encode(_ bytes: some Sequence<UInt8>, alphabet: Alphabet) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>, alphabet: Alphabet) -> String {
         let table = Array(
             alphabet == .url
                 ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8

@@ -1,3 +1,4 @@
+import BillingCore
 import Crypto
 import Foundation
 

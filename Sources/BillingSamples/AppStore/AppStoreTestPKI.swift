@@ -1,3 +1,4 @@
+import BillingCore
 import Crypto
 import Foundation
 internal import SwiftASN1
@@ -97,7 +98,7 @@ public struct AppStoreTestPKI: Sendable {
                     AuthorityKeyIdentifier(keyIdentifier: rootKeyID.keyIdentifier)
                     intermediateKeyID
                     Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-                    if options.intermediateHasAppleOID { Self.marker(AppleOID.wwdrIntermediate) }
+                    if options.intermediateHasAppleOID { Self.marker(Self.wwdrIntermediateOID) }
                 },
                 issuerPrivateKey: .init(rootKey))
             let leaf = try Certificate(
@@ -109,7 +110,7 @@ public struct AppStoreTestPKI: Sendable {
                     AuthorityKeyIdentifier(keyIdentifier: intermediateKeyID.keyIdentifier)
                     SubjectKeyIdentifier(hash: leafPublic)
                     Critical(KeyUsage(digitalSignature: true))
-                    if options.leafHasAppleOID { Self.marker(AppleOID.receiptSigner) }
+                    if options.leafHasAppleOID { Self.marker(Self.receiptSignerOID) }
                 },
                 issuerPrivateKey: .init(intermediateKey))
             rootDER = try Self.der(root)
@@ -218,6 +219,12 @@ public struct AppStoreTestPKI: Sendable {
             CountryName("US")
         }
     }
+
+    /// Apple's marker of its Worldwide Developer Relations intermediate CA, written out here rather
+    /// than taken from the verifier, so that a wrong OID there fails the tests.
+    private static let wwdrIntermediateOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
+    /// Apple's marker of the App Store's receipt-signing leaf.
+    private static let receiptSignerOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
 
     /// Apple's marker extensions are non-critical and hold an ASN.1 NULL.
     private static func marker(_ oid: ASN1ObjectIdentifier) -> Certificate.Extension {

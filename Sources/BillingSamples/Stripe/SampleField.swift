@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 
 /// One `--set path=value` of `billingd trigger`: a dotted path into the sample's `data.object`

@@ -2,6 +2,8 @@ import APITransport
 import AppStoreAPI
 import AppStoreFake
 import BillingCore
+import BillingSamples
+import BillingServer
 import BillingStore
 import Crypto
 import Foundation
@@ -14,7 +16,7 @@ import ServiceLifecycle
 /// restore by history, legacy receipts, `appstore lookup`, `history`, `reconcile` and
 /// `test-notification` — go to it, and `appstore trigger` acts its notifications out through it.
 /// Its subscriptions live in memory on Sandbox time (a month is five minutes) and end with serve.
-struct LocalAppStore: Service {
+struct LocalAppStore: LocalAppStoreStandIn {
     let fake: AppStoreFake
     let client: AppStoreClient
 
@@ -57,6 +59,10 @@ struct LocalAppStore: Service {
     /// Sends the fake's notifications to serve's endpoint once it listens.
     func deliver(to url: String) async {
         await fake.setNotificationURL(url)
+    }
+
+    func stop() async {
+        await fake.stop()
     }
 
     func run() async throws {
@@ -103,7 +109,7 @@ public enum LocalAppStoreFake {
         guard let baseURL = try await store.metaValue(urlKey),
             let key = try await key(in: store, creating: false),
             let pki = try await AppStoreSupport.localPKI(in: store, creating: false),
-            let verifier = try AppStoreSupport.verifier(settings, localPKI: pki)
+            let verifier = try AppStoreSupport.verifier(settings, localRoot: pki.rootDER)
         else { return nil }
         return client(
             baseURL: baseURL, key: key, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, verifier: verifier,

@@ -1,5 +1,6 @@
 import APITransport
 import BillingCore
+import BillingServer
 import BillingStore
 import Foundation
 import Logging
@@ -12,20 +13,25 @@ import StripeFake
 /// (by lookup key or id), serves Checkout's hosted page on its own address (opening a Checkout URL
 /// pays it), and delivers its events, signed, to serve's webhook endpoint. It runs as a service of
 /// the daemon and stops after the server.
-struct LocalStripe: Service {
+struct LocalStripe: LocalStripeStandIn {
     static let apiKey = "sk_test_local_fake_0123456789"
 
     let fake: StripeFake
     /// Prices seeded from the catalog.
     let prices: Int
 
-    /// Starts the fake and seeds it from `catalog`.
-    static func start(catalog: PlanCatalog, logger: Logger) async throws -> LocalStripe {
+    var baseURL: String { fake.baseURL }
+
+    /// Starts the fake, seeds it from `catalog`, and keeps its address in the ledger, where
+    /// `trigger` finds it to have it hold the objects it sends.
+    static func start(catalog: PlanCatalog, store: any LedgerStore, logger: Logger) async throws -> LocalStripe {
         var fakeLogger = logger
         fakeLogger.logLevel = max(logger.logLevel, .warning)
         let fake = try await StripeFake.start(.init(apiKey: apiKey, recordsRequests: false, hostedPages: true, logger: fakeLogger))
         do {
-            return LocalStripe(fake: fake, prices: try await seed(fake, from: catalog))
+            let local = LocalStripe(fake: fake, prices: try await seed(fake, from: catalog))
+            try await store.setMetaValue(LocalStripeFake.metaKey, fake.baseURL)
+            return local
         } catch {
             await fake.stop()
             throw error
@@ -66,6 +72,10 @@ struct LocalStripe: Service {
     /// Sends the fake's events to serve's webhook endpoint, signed with `secret`.
     func deliver(to url: String, secret: String) async {
         await fake.setWebhookEndpoint(WebhookEndpoint(url: url, secret: secret))
+    }
+
+    func stop() async {
+        await fake.stop()
     }
 
     func run() async throws {

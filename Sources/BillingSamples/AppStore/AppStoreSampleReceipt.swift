@@ -1,3 +1,4 @@
+import BillingCore
 internal import SwiftASN1
 
 /// A StoreKit 1 app receipt made here, for tests and local tools: a PKCS#7 SignedData (RFC 5652,

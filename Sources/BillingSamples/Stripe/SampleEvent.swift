@@ -1,3 +1,4 @@
+import BillingCore
 import Foundation
 
 /// Complete Stripe event bodies for any event type, built on ``SampleObjects``, for tests, the
