@@ -6,13 +6,7 @@ import GRDB
 /// the ledger: subscriptions whose state may be stale, and the repairs fetched from the App Store
 /// Server API, which go into the inbox like deliveries (so a replay rebuilds them) and are applied
 /// under the same `signedDate` guard.
-public struct AppStoreReconciliation: AppStoreReconciliationStore {
-    let database: LedgerDatabase
-
-    public init(database: LedgerDatabase) {
-        self.database = database
-    }
-
+extension SQLiteAppStore: AppStoreReconciliationStore {
     /// Subscriptions whose state may be stale at `now` (Unix ms), in original transaction id
     /// order after `after`, at most `limit`; a keyset page, so that memory stays flat.
     public func staleSubscriptions(environment: String, now: Int64, after: String?, limit: Int) async throws
@@ -23,7 +17,7 @@ public struct AppStoreReconciliation: AppStoreReconciliationStore {
                 db.cachedStatement(sql: """
                     SELECT s.originalTransactionID,
                         CASE
-                            WHEN \(InboxQueue.hasUnappliedEvent(accountSQL: "'appstore:' || s.environment", objectSQL: "s.originalTransactionID"))
+                            WHEN \(SQLiteInbox.hasUnappliedEvent(accountSQL: "'appstore:' || s.environment", objectSQL: "s.originalTransactionID"))
                                 THEN 'failed_delivery'
                             WHEN s.status = 'active' AND s.expiresDate IS NOT NULL AND s.expiresDate < ?2
                                 AND s.revoked = 0 THEN 'expired_while_active'
@@ -51,7 +45,7 @@ public struct AppStoreReconciliation: AppStoreReconciliationStore {
     /// The ledger's record of an original transaction; nil when it has none.
     public func record(environment: String, originalTransactionID: String) async throws -> AppStoreSubscriptionRecord? {
         try await database.writer.read { db in
-            try AppStoreLedgerReads.record(environment: environment, original: originalTransactionID, db: db)
+            try SQLiteAppStore.record(environment: environment, original: originalTransactionID, db: db)
         }
     }
 
@@ -67,18 +61,18 @@ public struct AppStoreReconciliation: AppStoreReconciliationStore {
             var touches = OutboxTouches()
             for snapshot in snapshots {
                 let delivery = InboxDelivery.appStoreFetched(snapshot, environment: environment, receivedAt: receivedAt)
-                switch try InboxQueue.insert([delivery], status: .applied, db: db)[0] {
+                switch try SQLiteInbox.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
-                    let effect = try AppStoreLedgerWriter.apply(
+                    let effect = try SQLiteAppStoreWriter.apply(
                         .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, db: db)
-                    try InboxQueue.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
+                    try SQLiteInbox.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
                     if effect != .stale { touches.add(.server(snapshot), environment: environment.rawValue) }
                     effects.append(effect)
                 case .duplicate:
                     effects.append(.unchanged)
                 }
             }
-            if let outbox { try OutboxLedger.announce(touches, policy: outbox, now: receivedAt, db: db) }
+            if let outbox { try SQLiteOutbox.announce(touches, policy: outbox, now: receivedAt, db: db) }
             return effects
         }
     }

@@ -5,10 +5,10 @@ import GRDB
 /// The SQLite ``AppStoreLedgerStore``: the App Store side of the ledger as the service API uses it:
 /// transactions the app forwards (recorded and applied before the answer), appAccountTokens, and a
 /// user's purchases.
-public struct AppStoreLedger: AppStoreLedgerStore {
-    let database: LedgerDatabase
+public struct SQLiteAppStore: AppStoreLedgerStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -24,7 +24,7 @@ public struct AppStoreLedger: AppStoreLedgerStore {
                 let transaction = report.transaction
                 let environment = transaction.environment ?? AppStoreEnvironment.production.rawValue
                 let original = transaction.originalTransactionID
-                if report.ownership == .keep, let owner = try AppStoreLedgerWriter.owner(environment: environment, original: original, db: db),
+                if report.ownership == .keep, let owner = try SQLiteAppStoreWriter.owner(environment: environment, original: original, db: db),
                     owner != report.user
                 {
                     outcomes.append(.ownedByOtherUser(originalTransactionID: original))
@@ -32,22 +32,20 @@ public struct AppStoreLedger: AppStoreLedgerStore {
                 }
                 let delivery = InboxDelivery.appStoreReport(report, environment: environment, receivedAt: receivedAt)
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
-                switch try InboxQueue.insert([delivery], status: .applied, db: db)[0] {
+                switch try SQLiteInbox.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
-                    let effect = try AppStoreLedgerWriter.apply(.app(report), environment: environment, sourceID: report.eventID, db: db)
-                    try InboxQueue.recordApplied(seq: seq, effect: effect, at: now, db: db)
+                    let effect = try SQLiteAppStoreWriter.apply(.app(report), environment: environment, sourceID: report.eventID, db: db)
+                    try SQLiteInbox.recordApplied(seq: seq, effect: effect, at: now, db: db)
                     touches.add(.app(report), environment: environment)
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: false))
                 case .duplicate:
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: true))
                 }
             }
-            if let outbox { try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db) }
+            if let outbox { try SQLiteOutbox.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db) }
             return outcomes
         }
     }
-
-    static let namespaceKey = "appstore_account_token_namespace"
 
     /// The user's appAccountToken (see ``AppAccountToken``), remembered so that notifications
     /// carrying it are tied to the user; purchases made with it before it was remembered (on a
@@ -55,14 +53,14 @@ public struct AppStoreLedger: AppStoreLedgerStore {
     public func accountToken(for user: String) async throws -> String {
         let outbox = database.outbox
         return try await database.writer.write { db in
-            var namespace = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [Self.namespaceKey])
+            var namespace = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [AppAccountToken.namespaceKey])
             if namespace == nil {
                 var generator = SystemRandomNumberGenerator()
                 let fresh = AppAccountToken.format((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
-                try db.execute(sql: "INSERT INTO meta (key, value) VALUES (?, ?)", arguments: [Self.namespaceKey, fresh])
+                try db.execute(sql: "INSERT INTO meta (key, value) VALUES (?, ?)", arguments: [AppAccountToken.namespaceKey, fresh])
                 namespace = fresh
             }
-            let bytes = Self.uuidBytes(namespace!)
+            let bytes = AppAccountToken.uuidBytes(namespace!)
             let token = AppAccountToken.derive(user: user, namespace: bytes)
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO appStoreAccountToken (token, appUserID) VALUES (?, ?)")
                 .execute(arguments: [token, user])
@@ -76,27 +74,20 @@ public struct AppStoreLedger: AppStoreLedgerStore {
                 if db.changesCount > 0, let outbox {
                     var touches = OutboxTouches()
                     touches.users = [.init(scope: .test, user: user), .init(scope: ServiceScope(livemode: true), user: user)]
-                    try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
+                    try SQLiteOutbox.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
                 }
             }
             return token
         }
     }
 
-    static func uuidBytes(_ text: String) -> [UInt8] {
-        let hex = Array(text.utf8.filter { $0 != UInt8(ascii: "-") })
-        return stride(from: 0, to: hex.count - 1, by: 2).map { index in
-            UInt8(String(decoding: hex[index...index + 1], as: UTF8.self), radix: 16) ?? 0
-        }
-    }
-
     /// The purchase an original transaction belongs to, and its owner; nil when unknown.
     public func subscription(environment: String, originalTransactionID: String) async throws -> (AppStoreSubscriptionRecord, owner: String?)? {
         try await database.writer.read { db in
-            guard let record = try AppStoreLedgerReads.record(environment: environment, original: originalTransactionID, db: db) else {
+            guard let record = try SQLiteAppStore.record(environment: environment, original: originalTransactionID, db: db) else {
                 return nil
             }
-            return (record, try AppStoreLedgerWriter.owner(environment: environment, original: originalTransactionID, db: db))
+            return (record, try SQLiteAppStoreWriter.owner(environment: environment, original: originalTransactionID, db: db))
         }
     }
 

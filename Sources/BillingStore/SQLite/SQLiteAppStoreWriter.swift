@@ -5,23 +5,7 @@ import GRDB
 /// Writes App Store data into the App Store ledger under the rules of BillingCore's
 /// ``AppStoreVersion``: every method runs inside the caller's transaction, and each rule is a
 /// maximum over what was received, so the ledger does not depend on the order of delivery.
-enum AppStoreLedgerWriter {
-    /// The inbox account of an App Store environment (see `registerAppStoreMigrations`).
-    static func inboxAccount(_ environment: String) -> String { "appstore:" + environment }
-
-    /// The environment of an App Store inbox row's account.
-    static func environment(inboxAccount account: String) -> String {
-        account.hasPrefix("appstore:") ? String(account.dropFirst("appstore:".count)) : account
-    }
-
-    /// What happened to an app user's claim on a purchase.
-    enum Tie: Equatable {
-        /// The user owns it now (or already did).
-        case owned
-        /// Another user owns it and the rule keeps it with them.
-        case ownedByOther(String)
-    }
-
+enum SQLiteAppStoreWriter {
     /// Applies one delivery; `sourceID` is its inbox event id (the tie-breaker of equal dates).
     static func apply(_ delivery: AppStoreDelivery, environment: String, sourceID: String, db: Database) throws -> ApplyEffect {
         switch delivery {
@@ -122,7 +106,7 @@ enum AppStoreLedgerWriter {
             arguments: StatementArguments(Array(current.databaseValues)) + [token, environment, original])
         // Apple's status as of the latest signed data billingd holds: deterministic, so that a
         // replay gives the same row. The service API judges by the dates at read time.
-        guard let record = try AppStoreLedgerReads.record(environment: environment, original: original, db: db) else { return }
+        guard let record = try SQLiteAppStore.record(environment: environment, original: original, db: db) else { return }
         let asOf = try Int64.fetchOne(
             db.cachedStatement(sql: """
                 SELECT MAX(COALESCE((SELECT MAX(vSignedDate) FROM appStoreTransaction WHERE environment = ?1 AND originalTransactionID = ?2), 0),
@@ -140,7 +124,7 @@ enum AppStoreLedgerWriter {
     /// owns it already.
     static func tie(
         environment: String, original: String, user: String, rule: AppStoreOwnershipRule, sourceID: String, db: Database
-    ) throws -> Tie {
+    ) throws -> AppStoreTie {
         if let owner = try owner(environment: environment, original: original, db: db) {
             if owner == user { return .owned }
             guard rule == .transfer else { return .ownedByOther(owner) }

@@ -1,20 +1,11 @@
 import BillingCore
 import GRDB
 
-extension InboxApplier {
+extension SQLiteApplier {
     /// Decodes a delivery for ``ingest(_:now:)`` on the caller's task: the decoding of
     /// concurrent deliveries then runs on every core, and the one writer only writes.
     public func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
-        Self.prepared(delivery)
-    }
-
-    /// A delivery decoded for a group commit, on either backend.
-    static func prepared(_ delivery: InboxDelivery) -> PreparedDelivery {
-        let envelope = delivery.envelope
-        return PreparedDelivery(
-            delivery: delivery,
-            decoded: Self.decode(
-                source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: delivery.body))
+        PreparedDelivery(delivery)
     }
 
     /// Stores deliveries and applies each new one in the same transaction, so that a delivery
@@ -30,7 +21,7 @@ extension InboxApplier {
             return try await database.writer.write { db in try storeApplying(batch, now: now, db: db) }
         } catch {
             let outcomes = try await database.writer.write { db in
-                try InboxQueue.insert(batch.map(\.delivery), status: .pending, db: db)
+                try SQLiteInbox.insert(batch.map(\.delivery), status: .pending, db: db)
             }
             return IngestResult(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
         }
@@ -44,7 +35,7 @@ extension InboxApplier {
             let delivery = prepared.delivery
             let envelope = delivery.envelope
             // A duplicate is neither applied again nor stored.
-            if try InboxQueue.contains(delivery, db: db) {
+            if try SQLiteInbox.contains(delivery, db: db) {
                 ingested.outcomes.append(.duplicate)
                 continue
             }
@@ -52,7 +43,7 @@ extension InboxApplier {
             var effect: ApplyEffect?
             switch prepared.decoded {
             case .failure:
-                ingested.outcomes.append(try InboxQueue.insert(delivery, status: .pending, effect: nil, processedAt: nil, db: db))
+                ingested.outcomes.append(try SQLiteInbox.insert(delivery, status: .pending, effect: nil, processedAt: nil, db: db))
                 ingested.queued += 1
                 continue
             case .ignored:
@@ -63,15 +54,15 @@ extension InboxApplier {
                     prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode, db: db)
                 (status, effect) = (.applied, applied)
                 if applied != .stale, database.outbox != nil {
-                    Self.touch(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode, into: &touches)
+                    touches.add(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode)
                 }
                 if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
             }
             ingested.pass.processed += 1
             countVersion(envelope.apiVersion, in: &ingested.pass)
-            ingested.outcomes.append(try InboxQueue.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
+            ingested.outcomes.append(try SQLiteInbox.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
         }
-        if let policy = database.outbox { try OutboxLedger.announce(touches, policy: policy, now: now, db: db) }
+        if let policy = database.outbox { try SQLiteOutbox.announce(touches, policy: policy, now: now, db: db) }
         return ingested
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 
 /// The ledger's SQLite database: one `DatabasePool` in WAL mode with `synchronous=FULL`, so a
 /// committed transaction survives power loss, and migrations applied at open.
-public struct LedgerDatabase: Sendable {
+public struct SQLiteDatabase: Sendable {
     /// The GRDB writer behind every store in this module. Package, not public: nothing above
     /// BillingStore may spell SQL; the package's tests use it for raw-SQL assertions.
     package let writer: any DatabaseWriter
@@ -20,7 +20,7 @@ public struct LedgerDatabase: Sendable {
     package private(set) var outbox: OutboxPolicy?
 
     /// The same database, its ledger transactions announcing under `policy` (nil: not at all).
-    public func announcing(_ policy: OutboxPolicy?) -> LedgerDatabase {
+    public func announcing(_ policy: OutboxPolicy?) -> SQLiteDatabase {
         var copy = self
         copy.outbox = policy
         return copy
@@ -29,7 +29,7 @@ public struct LedgerDatabase: Sendable {
     /// Opens (creating if needed) the database at `path` and migrates it to the current schema.
     /// - Parameter busyTimeout: how long a writer waits for another process (a cron
     ///   `reconcile` beside `serve`) before failing.
-    public static func open(path: String, busyTimeout: TimeInterval = 10) throws -> LedgerDatabase {
+    public static func open(path: String, busyTimeout: TimeInterval = 10) throws -> SQLiteDatabase {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
             throw LedgerDatabaseError.directoryMissing(directory)
@@ -58,7 +58,7 @@ public struct LedgerDatabase: Sendable {
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        let database = LedgerDatabase(writer: pool, path: path)
+        let database = SQLiteDatabase(writer: pool, path: path)
         try database.migrate()
         return database
     }
@@ -82,9 +82,9 @@ public struct LedgerDatabase: Sendable {
     }
 
     /// An in-memory database for tests and benchmarks of pure logic.
-    public static func inMemory() throws -> LedgerDatabase {
+    public static func inMemory() throws -> SQLiteDatabase {
         let queue = try DatabaseQueue(configuration: Configuration())
-        let database = LedgerDatabase(writer: queue, path: nil)
+        let database = SQLiteDatabase(writer: queue, path: nil)
         try database.migrate()
         return database
     }
@@ -95,7 +95,7 @@ public struct LedgerDatabase: Sendable {
     }
 
     private func migrate() throws {
-        try LedgerMigrations.migrator.migrate(writer)
+        try SQLiteMigrations.migrator.migrate(writer)
     }
 
     /// Proves the database accepts writes (for `/readyz`): takes the write lock and commits.
@@ -163,7 +163,7 @@ public enum LedgerDatabaseError: Error, CustomStringConvertible {
     }
 }
 
-extension LedgerDatabase {
+extension SQLiteDatabase {
     /// Copies the live database to `path` with SQLite's online backup (consistent while
     /// `serve` keeps writing), checks the copy's integrity, fsyncs it and only then renames it
     /// into place, so `path` is never a partial backup.
@@ -195,7 +195,7 @@ extension LedgerDatabase {
             try await writer.backup(to: copy)
             let (check, events) = try await copy.read { db in
                 (try String.fetchOne(db, sql: "PRAGMA integrity_check") ?? "",
-                 try InboxQueue.count(db: db))
+                 try SQLiteInbox.count(db: db))
             }
             try copy.close()
             guard check == "ok" else { throw LedgerDatabaseError.backupCorrupt(check) }
@@ -215,7 +215,7 @@ extension LedgerDatabase {
     }
 }
 
-/// Whether a database was closed, shared by the copies of its ``LedgerDatabase``.
+/// Whether a database was closed, shared by the copies of its ``SQLiteDatabase``.
 private final class ClosedFlag: Sendable {
     private let value = Atomic<Bool>(false)
 

@@ -6,10 +6,10 @@ import GRDB
 /// deduplicated by (event id, account, livemode), the applier's work queue, and the operator's
 /// view of both. Every reader and writer of `inboxEvent` and `inboxBody` goes through it, and
 /// ``InboxStatus`` is the only spelling of a status.
-public struct InboxQueue: EventInbox {
-    let database: LedgerDatabase
+public struct SQLiteInbox: EventInbox {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -74,20 +74,6 @@ public struct InboxQueue: EventInbox {
     }
 
     // MARK: The applier's work queue
-
-    /// An event the applier is to apply now, with its body.
-    struct DueEvent: Sendable {
-        let seq: Int64
-        let eventID: String
-        let account: String
-        let livemode: Bool
-        let type: String
-        let created: Int64
-        let apiVersion: String?
-        let attempts: Int
-        let source: InboxSource
-        let body: [UInt8]
-    }
 
     /// Up to `limit` events that wait to be applied and are due at `now` (Unix ms), after inbox
     /// position `seq`, in commit order.
@@ -165,11 +151,6 @@ public struct InboxQueue: EventInbox {
 
     // MARK: Reading
 
-    static let summaryColumns = """
-        seq, eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType,
-        receivedAt, source, status, attempts, lastError, effect
-        """
-
     /// Lists stored events in commit order, without their bodies.
     public func list(_ filter: InboxFilter) async throws -> [InboxEvent] {
         try await database.writer.read { db in
@@ -190,7 +171,7 @@ public struct InboxQueue: EventInbox {
             }
             let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
             let rows = try Row.fetchAll(
-                db, sql: "SELECT \(Self.summaryColumns) FROM inboxEvent \(whereClause) ORDER BY seq LIMIT ?",
+                db, sql: "SELECT \(InboxEvent.columns) FROM inboxEvent \(whereClause) ORDER BY seq LIMIT ?",
                 arguments: arguments + [filter.limit])
             return rows.map(Self.event(from:))
         }
@@ -270,7 +251,7 @@ public struct InboxQueue: EventInbox {
     }
 }
 
-extension InboxQueue {
+extension SQLiteInbox {
     public func depth() async throws -> InboxDepth {
         try await database.writer.read { db in
             let queued = InboxStatus.waiting + [.dead]

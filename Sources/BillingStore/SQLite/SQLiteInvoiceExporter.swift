@@ -7,10 +7,10 @@ import Synchronization
 /// Lines, streamed: rows go from a SQLite cursor through a fixed-size buffer to their destination,
 /// so memory stays flat whatever the number of invoices. The same ledger always gives
 /// byte-identical output.
-public struct InvoiceExporter: InvoiceExportStore {
-    let database: LedgerDatabase
+public struct SQLiteInvoiceExporter: InvoiceExportStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 

@@ -55,10 +55,10 @@ public struct PageReconciliation: Sendable {
 /// and repairs the ledger through the same version guard as webhooks. Each page is one write
 /// transaction, so the applier never sees a half-repaired page and a repair never races an event
 /// for the same object.
-public struct LedgerReconciliation: LedgerReconciliationStore {
-    let database: LedgerDatabase
+public struct SQLiteLedgerReconciliation: LedgerReconciliationStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -100,7 +100,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
                         result.matched += 1
                         if held.needsRefetch && !dryRun && !snapshot.truncated {
                             try db.execute(
-                                sql: "UPDATE \(LedgerWriter.table(snapshot.kind)) SET needsRefetch = 0 WHERE account = ? AND livemode = ? AND id = ?",
+                                sql: "UPDATE \(LedgerRows.table(snapshot.kind)) SET needsRefetch = 0 WHERE account = ? AND livemode = ? AND id = ?",
                                 arguments: [account, livemode, snapshot.objectID])
                             result.refetchCleared += 1
                         }
@@ -112,12 +112,12 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
                 if dryRun {
                     outcome = .dryRun
                 } else {
-                    switch try LedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db) {
+                    switch try SQLiteLedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db) {
                     case .applied, .ambiguous:
                         outcome = .repaired
                         touches.add(snapshot, account: account, livemode: livemode)
                         if case .checkoutSession = snapshot.object {
-                            try LedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
+                            try SQLiteLedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
                         }
                     case .stale, .unchanged, .recorded:
                         outcome = .keptNewer
@@ -125,7 +125,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
                 }
                 result.drifts.append(ObjectDrift(kind: snapshot.kind, id: snapshot.objectID, drift: drift, fields: fields, outcome: outcome))
             }
-            if let outbox { try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db) }
+            if let outbox { try SQLiteOutbox.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db) }
             return result
         }
     }
@@ -140,7 +140,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
             try String.fetchAll(
                 db,
                 sql: """
-                    SELECT l.id FROM \(LedgerWriter.table(kind)) l
+                    SELECT l.id FROM \(LedgerRows.table(kind)) l
                     WHERE l.account = ? AND l.livemode = ? AND l.vDeleted = 0 AND l.id > ?
                       AND NOT EXISTS (SELECT 1 FROM temp.reconcileSeen s WHERE s.kind = ? AND s.id = l.id)
                     ORDER BY l.id LIMIT ?
@@ -158,7 +158,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
         return try await database.writer.write { db in
             try db.execute(
                 sql: """
-                    UPDATE \(LedgerWriter.table(kind)) SET vDeleted = 1, vCreated = ?, vEventID = ?, needsRefetch = 0
+                    UPDATE \(LedgerRows.table(kind)) SET vDeleted = 1, vCreated = ?, vEventID = ?, needsRefetch = 0
                     WHERE account = ? AND livemode = ? AND id = ? AND vDeleted = 0
                     """,
                 arguments: [fetchedAt, fetchID, account, livemode, id])
@@ -170,13 +170,13 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
                 case .customer: customer = id
                 case .subscription, .invoice:
                     customer = try String.fetchOne(
-                        db, sql: "SELECT customer FROM \(LedgerWriter.table(kind)) WHERE account = ? AND livemode = ? AND id = ?",
+                        db, sql: "SELECT customer FROM \(LedgerRows.table(kind)) WHERE account = ? AND livemode = ? AND id = ?",
                         arguments: [account, livemode, id])
                 default: break
                 }
                 var touches = OutboxTouches()
                 if let customer { touches.customers.insert(.init(scope: ServiceScope(account: account, livemode: livemode), id: customer)) }
-                try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
+                try SQLiteOutbox.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
             }
             return changed
         }
@@ -189,7 +189,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
             for kind in LedgerObjectKind.allCases where queue.count < limit {
                 let ids = try String.fetchAll(
                     db,
-                    sql: "SELECT id FROM \(LedgerWriter.table(kind)) WHERE needsRefetch = 1 AND account = ? AND livemode = ? ORDER BY id LIMIT ?",
+                    sql: "SELECT id FROM \(LedgerRows.table(kind)) WHERE needsRefetch = 1 AND account = ? AND livemode = ? ORDER BY id LIMIT ?",
                     arguments: [account, livemode, limit - queue.count])
                 queue += ids.map { (kind, $0) }
             }
@@ -227,8 +227,8 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
 
     /// The ledger's row for the snapshot's object compared with the snapshot; nil when absent.
     private static func heldState(of snapshot: LedgerSnapshot, account: String, livemode: Bool, db: Database) throws -> HeldState? {
-        let table = LedgerWriter.table(snapshot.kind)
-        let fields = LedgerWriter.typedFields(of: snapshot.object)
+        let table = LedgerRows.table(snapshot.kind)
+        let fields = SQLiteLedgerWriter.typedFields(of: snapshot.object)
         let columns = fields.map(\.column).joined(separator: ", ")
         let statement = try db.cachedStatement(
             sql: "SELECT vDeleted, needsRefetch\(columns.isEmpty ? "" : ", " + columns) FROM \(table) WHERE account = ? AND livemode = ? AND id = ?")
@@ -267,7 +267,7 @@ public struct LedgerReconciliation: LedgerReconciliationStore {
     }
 }
 
-extension LedgerReconciliation {
+extension SQLiteLedgerReconciliation {
     /// Whether the ledger holds an entitlement summary for the customer.
     public func hasEntitlementSummary(customer: String, account: String, livemode: Bool) async throws -> Bool {
         try await database.writer.read { db in
@@ -278,28 +278,28 @@ extension LedgerReconciliation {
     }
 }
 
-extension LedgerReconciliation {
+extension SQLiteLedgerReconciliation {
     /// Applies one object Stripe just answered with (a created customer, a canceled
     /// subscription) under the version guard, so that a read right after sees it.
     @discardableResult
     public func applyFetched(_ snapshot: LedgerSnapshot, account: String, livemode: Bool) async throws -> ApplyEffect {
         let outbox = database.outbox
         return try await database.writer.write { db in
-            let effect = try LedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db)
+            let effect = try SQLiteLedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db)
             if effect == .applied || effect == .ambiguous, case .checkoutSession = snapshot.object {
-                try LedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
+                try SQLiteLedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
             }
             if let outbox, effect == .applied || effect == .ambiguous {
                 var touches = OutboxTouches()
                 touches.add(snapshot, account: account, livemode: livemode)
-                try OutboxLedger.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
+                try SQLiteOutbox.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
             }
             return effect
         }
     }
 }
 
-extension LedgerReconciliation {
+extension SQLiteLedgerReconciliation {
     /// The objects of a page whose JSON is byte for byte the JSON the ledger holds: Stripe's
     /// state is already in the ledger, so they need no decoding or comparison. (A daily run over
     /// an unchanged account is mostly this.) Returns the indexes of the others — missing, changed,
@@ -313,7 +313,7 @@ extension LedgerReconciliation {
             for object in objects { try seen?.execute(arguments: [kind.rawValue, object.id]) }
             guard kind.keepsRawJSON else { return (0, Array(objects.indices)) }
             let held = try db.cachedStatement(
-                sql: "SELECT raw FROM \(LedgerWriter.table(kind)) WHERE account = ? AND livemode = ? AND id = ? AND needsRefetch = 0 AND vDeleted = 0")
+                sql: "SELECT raw FROM \(LedgerRows.table(kind)) WHERE account = ? AND livemode = ? AND id = ? AND needsRefetch = 0 AND vDeleted = 0")
             var changed: [Int] = []
             var matched = 0
             for (index, object) in objects.enumerated() {

@@ -1,27 +1,27 @@
-/// The ledger on SQLite: each role's store is a small struct over the one ``LedgerDatabase``,
+/// The ledger on SQLite: each role's store is a small struct over the one ``SQLiteDatabase``,
 /// so vending one costs nothing and every store shares its writer and readers.
 public struct SQLiteLedgerStore: LedgerStore {
     /// The database behind every store.
-    package let database: LedgerDatabase
+    package let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
-    public var inbox: any EventInbox { InboxQueue(database: database) }
+    public var inbox: any EventInbox { SQLiteInbox(database: database) }
     public func applier(_ configuration: ApplierConfiguration) -> any EventApplier {
-        InboxApplier(database: database, configuration: configuration)
+        SQLiteApplier(database: database, configuration: configuration)
     }
-    public var maintenance: any LedgerMaintenanceStore { LedgerMaintenance(database: database) }
-    public var users: any UserLedgerStore { UserLedger(database: database) }
-    public var reconcileRuns: any ReconcileRunStore { ReconcileRuns(database: database) }
-    public var reconciliation: any LedgerReconciliationStore { LedgerReconciliation(database: database) }
-    public var usage: any UsageStore { UsageLedger(database: database) }
-    public var usageReports: any UsageReportStore { UsageLedger(database: database) }
-    public var appStore: any AppStoreLedgerStore { AppStoreLedger(database: database) }
-    public var appStoreReconciliation: any AppStoreReconciliationStore { AppStoreReconciliation(database: database) }
-    public var invoiceExports: any InvoiceExportStore { InvoiceExporter(database: database) }
-    public var outbox: any OutboxStore { OutboxLedger(database: database) }
+    public var maintenance: any LedgerMaintenanceStore { SQLiteMaintenance(database: database) }
+    public var users: any UserLedgerStore { SQLiteUsers(database: database) }
+    public var reconcileRuns: any ReconcileRunStore { SQLiteReconcileRuns(database: database) }
+    public var reconciliation: any LedgerReconciliationStore { SQLiteLedgerReconciliation(database: database) }
+    public var usage: any UsageStore { SQLiteUsage(database: database) }
+    public var usageReports: any UsageReportStore { SQLiteUsage(database: database) }
+    public var appStore: any AppStoreLedgerStore { SQLiteAppStore(database: database) }
+    public var appStoreReconciliation: any AppStoreReconciliationStore { SQLiteAppStore(database: database) }
+    public var invoiceExports: any InvoiceExportStore { SQLiteInvoiceExporter(database: database) }
+    public var outbox: any OutboxStore { SQLiteOutbox(database: database) }
 
     public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
         SQLiteLedgerStore(database: database.announcing(policy))

@@ -2,28 +2,13 @@ import BillingCore
 import Foundation
 import GRDB
 
-/// What applying one snapshot did to the ledger.
-public enum ApplyEffect: String, Sendable, Codable {
-    /// The snapshot was newer and is now the ledger's state of the object.
-    case applied
-    /// The ledger already held a newer snapshot; nothing changed.
-    case stale
-    /// The same event had already shaped the object.
-    case unchanged
-    /// Tied with the held snapshot on all evidence; the ledger chose by event id and marked the
-    /// object for re-fetch.
-    case ambiguous
-    /// Stored for the record, nothing in the ledger to change (`invoice.upcoming`).
-    case recorded
-}
-
 /// Writes snapshots into the SQLite ledger tables under the version guard. What a snapshot makes
 /// of the rows is decided in ``LedgerRows`` (shared with the PostgreSQL writer); this type runs
 /// the statements. Every method runs inside the caller's transaction.
-enum LedgerWriter {
+enum SQLiteLedgerWriter {
     /// Applies one snapshot for an account ('' = platform) and mode.
     static func apply(_ snapshot: LedgerSnapshot, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
-        let table = Self.table(snapshot.kind)
+        let table = LedgerRows.table(snapshot.kind)
         let key: StatementArguments = [account, livemode, snapshot.objectID]
         let decision = LedgerRows.decide(snapshot, held: try heldVersion(table: table, key: key, db: db))
         switch decision {
@@ -46,7 +31,6 @@ enum LedgerWriter {
             deleted: row[0], terminal: row[1], eventCreated: row[2], transitionAt: row[3], statusRank: row[4], eventID: row[5])
     }
 
-    static func table(_ kind: LedgerObjectKind) -> String { LedgerRows.table(kind) }
 
     /// The typed columns a snapshot fills (raw JSON and version excluded), in table order, as
     /// SQLite values. Reconcile compares these with the ledger's row to say which fields drifted.
@@ -61,7 +45,7 @@ enum LedgerWriter {
             for row in children.rows { try insert.execute(arguments: StatementArguments(row.map { $0.databaseValue })) }
         }
         let row = LedgerRows.row(snapshot, account: account, livemode: livemode, needsRefetch: needsRefetch)
-        let statement = try db.cachedStatement(sql: LedgerRows.upsertSQL(table: Self.table(snapshot.kind), columns: row.map { $0.column }))
+        let statement = try db.cachedStatement(sql: LedgerRows.upsertSQL(table: LedgerRows.table(snapshot.kind), columns: row.map { $0.column }))
         try statement.execute(arguments: StatementArguments(row.map { $0.value.databaseValue }))
     }
 

@@ -3,10 +3,10 @@ import Foundation
 import GRDB
 
 /// Operator actions on the ledger: replay, inspect, dump.
-public struct LedgerMaintenance: LedgerMaintenanceStore {
-    let database: LedgerDatabase
+public struct SQLiteMaintenance: LedgerMaintenanceStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -15,13 +15,13 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
     @discardableResult
     public func replay(applier: any EventApplier, progress: @Sendable (Int) -> Void = { _ in }) async throws -> ApplyPass {
         try await database.writer.write { db in
-            for table in LedgerMigrations.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
-            try InboxQueue.requeueEverything(db: db)
+            for table in LedgerRows.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
+            try SQLiteInbox.requeueEverything(db: db)
         }
         // Replay announces nothing, whatever store the applier came from.
         var applier = applier
-        if let inboxApplier = applier as? InboxApplier, inboxApplier.database.outbox != nil {
-            applier = InboxApplier(database: inboxApplier.database.announcing(nil), configuration: inboxApplier.configuration)
+        if let inboxApplier = applier as? SQLiteApplier, inboxApplier.database.outbox != nil {
+            applier = SQLiteApplier(database: inboxApplier.database.announcing(nil), configuration: inboxApplier.configuration)
         }
         return try await applier.drain(now: { Int64(Date().timeIntervalSince1970 * 1000) }, progress: { progress($0.processed) })
     }
@@ -31,7 +31,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
     public func inspect(id: String) async throws -> [String: any Sendable]? {
         try await database.writer.read { db in
             for kind in LedgerObjectKind.allCases {
-                let table = LedgerWriter.table(kind)
+                let table = LedgerRows.table(kind)
                 let rows = try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE id = ?", arguments: [id])
                 guard !rows.isEmpty else { continue }
                 var views: [[String: any Sendable]] = []
@@ -64,7 +64,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
                     }
                     views.append(view)
                 }
-                let events = try InboxQueue.events(about: id, db: db).map { Self.dictionary($0, skipping: []) }
+                let events = try SQLiteInbox.events(about: id, db: db).map { Self.dictionary($0, skipping: []) }
                 return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
             }
             return try Self.inspectAppStore(id: id, db: db)
@@ -80,7 +80,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
                 var view = dictionary(row, skipping: ["raw", "renewalRaw"], booleans: booleans)
                 for column in ["raw", "renewalRaw"] {
                     if let raw = row[column] as Data?, let object = try? JSONSerialization.jsonObject(with: raw) {
-                        view[snakeCase(column)] = LedgerJSON(object)
+                        view[LedgerJSON.snakeCase(column)] = LedgerJSON(object)
                     }
                 }
                 return view
@@ -105,7 +105,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
             }
             original = id
         }
-        let events = try InboxQueue.events(about: original, db: db).map { dictionary($0, skipping: []) }
+        let events = try SQLiteInbox.events(about: original, db: db).map { dictionary($0, skipping: []) }
         return ["object": views.count == 1 ? views[0] : views, "events": events] as [String: any Sendable]
     }
 
@@ -114,7 +114,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
     public func dump() async throws -> String {
         try await database.writer.read { db in
             var lines: [String] = []
-            for table in LedgerMigrations.ledgerTables {
+            for table in LedgerRows.ledgerTables {
                 let columns = try db.columns(in: table).map(\.name)
                 let order = columns.prefix(4).joined(separator: ", ")
                 for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY \(order)") {
@@ -128,7 +128,7 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
     /// A row as the service API writes JSON: snake_case keys (`app_user_id`, `v_deleted`), and
     /// the table's BOOLEAN columns as true/false rather than SQLite's 0/1.
     static func dictionary(_ row: Row, skipping: Set<String>, booleans: Set<String> = []) -> [String: any Sendable] {
-        dictionary(
+        LedgerJSON.dictionary(
             row.map { column, value -> (name: String, value: LedgerValue) in
                 let value = LedgerValue(value)
                 if booleans.contains(column), case .integer(let number) = value { return (column, .boolean(number != 0)) }
@@ -137,48 +137,9 @@ public struct LedgerMaintenance: LedgerMaintenanceStore {
             skipping: skipping)
     }
 
-    /// Named values as the service API writes JSON, on either backend: snake_case keys, booleans
-    /// as true/false, blobs in base64.
-    static func dictionary(_ columns: [(name: String, value: LedgerValue)], skipping: Set<String>) -> [String: any Sendable] {
-        var result: [String: any Sendable] = [:]
-        for (column, value) in columns where !skipping.contains(column) {
-            let key = snakeCase(column)
-            switch value {
-            case .null: result[key] = LedgerJSON(NSNull())
-            case .integer(let number): result[key] = number
-            case .boolean(let flag): result[key] = flag
-            case .text(let text): result[key] = text
-            case .blob(let bytes): result[key] = Data(bytes).base64EncodedString()
-            }
-        }
-        return result
-    }
-
     /// The BOOLEAN columns of a table.
     static func booleanColumns(_ table: String, db: Database) throws -> Set<String> {
         Set(try db.columns(in: table).filter { $0.type.uppercased() == "BOOLEAN" }.map(\.name))
     }
 
-    /// `currentPeriodStart` → `current_period_start`, `appUserID` → `app_user_id`.
-    static func snakeCase(_ name: String) -> String {
-        let characters = Array(name)
-        var result = ""
-        for (index, character) in characters.enumerated() {
-            if character.isUppercase, index > 0 {
-                let previous = characters[index - 1]
-                let nextIsLower = index + 1 < characters.count && characters[index + 1].isLowercase
-                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { result.append("_") }
-            }
-            result.append(contentsOf: character.lowercased())
-        }
-        return result
-    }
-}
-
-/// A JSON value from JSONSerialization, carried across concurrency domains for rendering.
-public struct LedgerJSON: @unchecked Sendable {
-    // Safe: built once from freshly parsed JSON (NSNull, NSNumber, String, arrays and
-    // dictionaries of them), never mutated, only read when rendering.
-    public let value: Any
-    init(_ value: Any) { self.value = value }
 }

@@ -1,7 +1,7 @@
 import GRDB
 
 /// Every schema change of the ledger, registered in one place and applied in order at open.
-enum LedgerMigrations {
+enum SQLiteMigrations {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-inbox") { db in

@@ -4,10 +4,10 @@ import GRDB
 
 /// The SQLite ``OutboxStore``, and the announcing step every ledger transaction runs before it
 /// commits (``announce(_:policy:now:db:)``). One owner of the outbox tables.
-public struct OutboxLedger: OutboxStore {
-    let database: LedgerDatabase
+public struct SQLiteOutbox: OutboxStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -51,7 +51,7 @@ public struct OutboxLedger: OutboxStore {
                 !subscription.isEmpty
             else { continue }
             for user in (usersOfCustomer[OutboxTouches.Customer(scope: refund.scope, id: refund.customer)] ?? []).sorted() {
-                let billing = try UserLedger.billing(of: user, in: refund.scope, db: db)
+                let billing = try SQLiteUsers.billing(of: user, in: refund.scope, db: db)
                 let event = OutboxAnnouncer.refunded(refund, subscription: subscription, billing: billing, policy: policy, nowMilliseconds: now)
                 _ = try insert(event, endpoints: policy.endpoints, db: db)
             }
@@ -63,7 +63,7 @@ public struct OutboxLedger: OutboxStore {
         let kept = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT state, reviewAt FROM outboxUserState WHERE account = ? AND livemode = ? AND user = ?"),
             arguments: key)
-        let billing = try UserLedger.billing(of: user, in: scope, db: db)
+        let billing = try SQLiteUsers.billing(of: user, in: scope, db: db)
         let announced = OutboxAnnouncer.announce(billing: billing, kept: kept?[0], policy: policy, nowMilliseconds: now)
         if announced.changed {
             try db.cachedStatement(sql: """
@@ -239,22 +239,13 @@ public struct OutboxLedger: OutboxStore {
         }
     }
 
-    /// When the first event still waiting (pending or failed) was queued: the one first in the
-    /// queue, found by two index lookups rather than a walk of the backlog.
-    static let oldestWaiting = """
-        SELECT createdAt FROM outboxEvent WHERE seq = (
-            SELECT MIN(seq) FROM (
-                SELECT MIN(seq) AS seq FROM outboxEvent WHERE status = 'pending'
-                UNION ALL SELECT MIN(seq) FROM outboxEvent WHERE status = 'failed') AS firsts)
-        """
-
     public func depth() async throws -> OutboxDepth {
         try await database.writer.read { db in
             var counts: [OutboxStatus: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM outboxEvent GROUP BY status") {
                 if let status = OutboxStatus(rawValue: row[0]) { counts[status] = row[1] }
             }
-            let oldest = try Int64.fetchOne(db, sql: Self.oldestWaiting)
+            let oldest = try Int64.fetchOne(db, sql: OutboxDepth.oldestWaitingSQL)
             return OutboxDepth(counts: counts, oldestUndeliveredAt: oldest)
         }
     }

@@ -5,10 +5,10 @@ import GRDB
 /// lease is a row with an expiry rather than a file lock so that it also holds across processes and
 /// hosts sharing one ledger, and so that a run killed with `kill -9` stops blocking once it
 /// expires.
-public struct ReconcileRuns: ReconcileRunStore {
-    let database: LedgerDatabase
+public struct SQLiteReconcileRuns: ReconcileRunStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -90,7 +90,7 @@ public struct ReconcileRuns: ReconcileRunStore {
     /// The latest finished run of a mode (any outcome) and the latest completed one.
     public func latest(mode: String) async throws -> (finished: ReconcileRun?, completed: ReconcileRun?) {
         try await database.writer.read { db in
-            let columns = Self.runColumns
+            let columns = ReconcileRun.columns
             let finished = try Row.fetchOne(
                 db, sql: "SELECT \(columns) FROM reconcileRun WHERE mode = ? AND outcome != 'running' ORDER BY id DESC LIMIT 1",
                 arguments: [mode])
@@ -109,7 +109,6 @@ public struct ReconcileRuns: ReconcileRunStore {
     }
 
     /// The columns a ``ReconcileRun`` is read from, in its initialiser's order (both backends).
-    static let runColumns = "id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recoveredEvents, objects, error"
 
     private static func run(_ row: Row) -> ReconcileRun {
         ReconcileRun(

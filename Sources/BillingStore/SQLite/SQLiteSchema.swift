@@ -1,6 +1,6 @@
 import GRDB
 
-extension LedgerMigrations {
+extension SQLiteMigrations {
     /// The columns every ledger object carries: its key (account '' = platform, livemode, id),
     /// the version of the snapshot it holds (see BillingCore's SnapshotVersion) and whether
     /// reconcile should re-fetch it.
@@ -146,15 +146,9 @@ extension LedgerMigrations {
                 """)
         }
     }
-
-    /// The tables that `replay` empties and rebuilds from the inbox.
-    static let ledgerTables = [
-        "customer", "subscription", "subscriptionItem", "invoice", "invoiceLine", "paymentMethod", "price", "product",
-        "checkoutSession", "entitlementSummary", "activeEntitlement", "invoicePayment", "userLink",
-    ] + appStoreLedgerTables
 }
 
-extension LedgerMigrations {
+extension SQLiteMigrations {
     /// Reconcile's own state: one row per run, the lease that keeps two runs (a cron job and the
     /// scheduler in `serve`, or two replicas) from overlapping, and the `/v1/events` cursor.
     static func registerReconcileMigrations(_ migrator: inout DatabaseMigrator) {
@@ -196,8 +190,8 @@ extension LedgerMigrations {
     }
 }
 
-extension LedgerMigrations {
-    /// Covering indexes for the service API's status reads (`UserLedger.billing`): a user's
+extension SQLiteMigrations {
+    /// Covering indexes for the service API's status reads (`SQLiteUsers.billing`): a user's
     /// customers and their subscriptions are found without reading the rows themselves, which
     /// carry the objects' raw JSON (about 5 KB for a subscription). Halves the pages a status
     /// read touches (scripts/bench-api). The new subscription index starts with the columns of
@@ -218,7 +212,7 @@ extension LedgerMigrations {
     }
 }
 
-extension LedgerMigrations {
+extension SQLiteMigrations {
     /// The App Store ledger. Keys carry the environment (`Production` is live mode; `Sandbox`,
     /// `Xcode` and `LocalTesting` are test mode), so the environments never mix (invariant 4).
     ///
@@ -287,11 +281,9 @@ extension LedgerMigrations {
                 """)
         }
     }
-
-    static let appStoreLedgerTables = ["appStoreTransaction", "appStoreSubscription", "appStoreOwner"]
 }
 
-extension LedgerMigrations {
+extension SQLiteMigrations {
     /// Usage metering: every usage record (kept for idempotency, the Stripe report and
     /// reconcile), the running total of each counter's current period, and gauges.
     static func registerUsageMigrations(_ migrator: inout DatabaseMigrator) {
@@ -363,7 +355,7 @@ extension LedgerMigrations {
     }
 }
 
-extension LedgerMigrations {
+extension SQLiteMigrations {
     /// The outbox: events for the app's backend, one row per event and endpoint, and the last
     /// view announced per user. Not ledger tables: `billingd replay` keeps both.
     static func registerOutboxMigrations(_ migrator: inout DatabaseMigrator) {

@@ -2,60 +2,6 @@ import BillingCore
 import Foundation
 import GRDB
 
-/// One usage record as the service API accepted it, with what the request resolved about the
-/// user: the counter's current period and the tier's limit.
-public struct UsageRecordInput: Sendable, Equatable {
-    public var scope: ServiceScope
-    public var user: String
-    public var meter: UsageMeter
-    public var quantity: Int64
-    /// When the usage happened, Unix seconds: it counts in the period that holds it.
-    public var timestamp: Int64
-    /// Counts once per (user, meter).
-    public var idempotencyKey: String
-    /// The user's current period at the request.
-    public var period: UsagePeriod
-    public var limit: EntitlementLimit?
-
-    public init(
-        scope: ServiceScope, user: String, meter: UsageMeter, quantity: Int64, timestamp: Int64, idempotencyKey: String,
-        period: UsagePeriod, limit: EntitlementLimit?
-    ) {
-        self.scope = scope
-        self.user = user
-        self.meter = meter
-        self.quantity = quantity
-        self.timestamp = timestamp
-        self.idempotencyKey = idempotencyKey
-        self.period = period
-        self.limit = limit
-    }
-}
-
-/// A write to the usage tables; a batch of them shares one transaction (``UsageStore/committer(maximumBatch:)``).
-public enum UsageOperation: Sendable, Equatable {
-    /// Usage that happened: never refused for the limit.
-    case record(UsageRecordInput)
-    /// Check and record at once: refused when it does not fit under a hard limit.
-    case consume(UsageRecordInput)
-    /// A gauge's new level.
-    case setGauge(scope: ServiceScope, user: String, meter: UsageMeter, value: Int64, limit: EntitlementLimit?)
-}
-
-/// What became of one operation, with the meter's state after it.
-public enum UsageOutcome: Sendable, Equatable {
-    /// Written (or, with `duplicate`, written before under the same idempotency key).
-    case recorded(UsageMeterState, duplicate: Bool)
-    /// A consume past a hard limit: nothing written.
-    case refused(UsageMeterState)
-
-    public var state: UsageMeterState {
-        switch self {
-        case .recorded(let state, _), .refused(let state): state
-        }
-    }
-}
-
 /// The usage side of the ledger on SQLite (``UsageStore`` and ``UsageReportStore``): records,
 /// counters' totals per period and gauges, and the queue of reports to Stripe.
 ///
@@ -63,10 +9,10 @@ public enum UsageOutcome: Sendable, Equatable {
 /// ``UsageStore/committer(maximumBatch:)``: concurrent requests share a transaction (one fsync),
 /// and within it operations run one after another, so concurrent consumes see each other and
 /// never overshoot a hard limit.
-public struct UsageLedger: UsageStore, UsageReportStore {
-    let database: LedgerDatabase
+public struct SQLiteUsage: UsageStore, UsageReportStore {
+    let database: SQLiteDatabase
 
-    public init(database: LedgerDatabase) {
+    public init(database: SQLiteDatabase) {
         self.database = database
     }
 
@@ -130,7 +76,7 @@ public struct UsageLedger: UsageStore, UsageReportStore {
     static func apply(_ operation: UsageOperation, outbox: OutboxPolicy?, now: Int64, db: Database) throws -> UsageOutcome {
         let outcome = try apply(operation, now: now, db: db)
         if let outbox, case .recorded(let state, duplicate: false) = outcome {
-            try OutboxLedger.announceUsage(state, scope: operation.scope, user: operation.user, policy: outbox, now: now, db: db)
+            try SQLiteOutbox.announceUsage(state, scope: operation.scope, user: operation.user, policy: outbox, now: now, db: db)
         }
         return outcome
     }

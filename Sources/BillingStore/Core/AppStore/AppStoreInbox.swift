@@ -13,7 +13,7 @@ extension InboxDelivery {
             envelope: EventEnvelope(
                 id: notification.notificationUUID, type: notification.notificationType, apiVersion: nil,
                 created: notification.signedDate / 1000, livemode: environment.isLive,
-                account: AppStoreLedgerWriter.inboxAccount(environment.rawValue), objectID: original,
+                account: AppStoreDelivery.inboxAccount(environment.rawValue), objectID: original,
                 objectType: original == nil ? nil : "appstore_subscription"),
             body: body, receivedAt: receivedAt, source: source, secretIndex: nil, subtype: notification.subtype)
     }
@@ -26,7 +26,7 @@ extension InboxDelivery {
         return InboxDelivery(
             envelope: EventEnvelope(
                 id: report.eventID, type: "APP_TRANSACTION", apiVersion: nil, created: transaction.signedDate / 1000,
-                livemode: AppStoreEnvironment(rawValue: environment).isLive, account: AppStoreLedgerWriter.inboxAccount(environment),
+                livemode: AppStoreEnvironment(rawValue: environment).isLive, account: AppStoreDelivery.inboxAccount(environment),
                 objectID: transaction.originalTransactionID, objectType: "appstore_subscription"),
             body: report.body(), receivedAt: receivedAt, source: .appStoreApp, secretIndex: nil)
     }
@@ -36,7 +36,7 @@ extension InboxDelivery {
         InboxDelivery(
             envelope: EventEnvelope(
                 id: snapshot.eventID, type: "API_SNAPSHOT", apiVersion: nil, created: snapshot.signedDate / 1000,
-                livemode: environment.isLive, account: AppStoreLedgerWriter.inboxAccount(environment.rawValue),
+                livemode: environment.isLive, account: AppStoreDelivery.inboxAccount(environment.rawValue),
                 objectID: snapshot.transaction.originalTransactionID, objectType: "appstore_subscription"),
             body: snapshot.body(), receivedAt: receivedAt, source: .appStoreAPI, secretIndex: nil)
     }

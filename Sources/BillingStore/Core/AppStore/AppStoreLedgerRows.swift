@@ -191,3 +191,64 @@ enum AppStoreLedgerRows {
         ON CONFLICT DO NOTHING
         """
 }
+
+/// What happened to an app user's claim on a purchase.
+enum AppStoreTie: Equatable {
+    /// The user owns it now (or already did).
+    case owned
+    /// Another user owns it and the rule keeps it with them.
+    case ownedByOther(String)
+}
+
+/// Reads of the App Store ledger that both backends run: the columns of a subscription record,
+/// its decoding, and the statement of a user's purchases.
+extension AppStoreLedgerRows {
+    /// The columns of an ``AppStoreSubscriptionRecord``, in the order ``record(from:)`` reads them.
+    static let recordColumns = """
+        s.originalTransactionID, s.environment, s.transactionID, s.productID, s.type, s.subscriptionGroupIdentifier,
+        s.purchaseDate, s.originalPurchaseDate, s.expiresDate, s.revoked, s.revocationDate, s.autoRenewStatus,
+        s.autoRenewProductID, s.expirationIntent, s.isInBillingRetryPeriod, s.gracePeriodExpiresDate, s.offerType, s.price,
+        s.currency, s.inAppOwnershipType
+        """
+
+    static func record(from row: some LedgerColumnReading) -> AppStoreSubscriptionRecord? {
+        guard let original = row.string(0), let environment = row.string(1), let transaction = row.string(2),
+            let product = row.string(3)
+        else { return nil }
+        return AppStoreSubscriptionRecord(
+            originalTransactionID: original, environment: environment, transactionID: transaction, productID: product,
+            type: row.string(4), subscriptionGroupIdentifier: row.string(5), purchaseDate: row.int64(6),
+            originalPurchaseDate: row.int64(7), expiresDate: row.int64(8), revoked: row.bool(9), revocationDate: row.int64(10),
+            autoRenewStatus: row.int64(11).map { $0 != 0 }, autoRenewProductID: row.string(12), expirationIntent: row.int64(13),
+            isInBillingRetryPeriod: row.bool(14), gracePeriodExpiresDate: row.int64(15), offerType: row.int64(16),
+            price: row.int64(17), currency: row.string(18), inAppOwnershipType: row.string(19))
+    }
+
+    /// The environments of a mode: Production is live; the others are test.
+    static func environmentsSQL(livemode: Bool) -> String {
+        livemode ? "s.environment = 'Production'" : "s.environment <> 'Production'"
+    }
+
+    /// Every App Store purchase tied to a user (the one binding) in one mode.
+    static func subscriptionsSQL(livemode: Bool) -> String {
+        """
+        SELECT \(recordColumns) FROM appStoreOwner o
+        JOIN appStoreSubscription s ON s.environment = o.environment AND s.originalTransactionID = o.originalTransactionID
+        WHERE o.appUserID = ? AND \(environmentsSQL(livemode: livemode)) AND s.transactionID IS NOT NULL
+        ORDER BY s.environment, s.originalTransactionID
+        """
+    }
+}
+
+extension AppAccountToken {
+    /// The `meta` key under which a database keeps the namespace its account tokens derive from.
+    static let namespaceKey = "appstore_account_token_namespace"
+
+    /// The 16 bytes of a UUID spelled in hex.
+    static func uuidBytes(_ text: String) -> [UInt8] {
+        let hex = Array(text.utf8.filter { $0 != UInt8(ascii: "-") })
+        return stride(from: 0, to: hex.count - 1, by: 2).map { index in
+            UInt8(String(decoding: hex[index...index + 1], as: UTF8.self), radix: 16) ?? 0
+        }
+    }
+}

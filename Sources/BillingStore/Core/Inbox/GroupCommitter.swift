@@ -3,7 +3,7 @@ import Foundation
 
 /// Shares one transaction, and so one fsync, among all items that arrive while the previous
 /// commit is on disk. Each caller returns only after the commit holding its item, with its own
-/// outcome. Webhook deliveries (``GroupCommitter``) and usage records (``UsageLedger``) go
+/// outcome. Webhook deliveries (``GroupCommitter``) and usage records (``UsageStore``) go
 /// through one each.
 ///
 /// Throughput comes from batching, never from weakening durability: `synchronous=FULL` stays.
@@ -80,7 +80,7 @@ public actor BatchCommitter<Item: Sendable, Outcome: Sendable> {
 }
 
 /// The group commit of deliveries into the inbox: each new delivery is applied to the ledger
-/// in the transaction that stores it (see ``InboxApplier/ingest(_:now:)``), so a 2xx means
+/// in the transaction that stores it (see ``EventApplier/ingest(_:now:)``), so a 2xx means
 /// stored and applied, with one fsync for the whole group.
 public final class GroupCommitter: Sendable {
     private let applier: any EventApplier

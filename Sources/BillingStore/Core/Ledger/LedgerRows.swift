@@ -303,3 +303,14 @@ extension LedgerObjectKind {
     /// fields billingd may hold).
     var keepsRawJSON: Bool { self != .paymentMethod }
 }
+
+extension LedgerRows {
+    /// The tables that `replay` empties and rebuilds from the inbox.
+    static let ledgerTables = [
+        "customer", "subscription", "subscriptionItem", "invoice", "invoiceLine", "paymentMethod", "price", "product",
+        "checkoutSession", "entitlementSummary", "activeEntitlement", "invoicePayment", "userLink",
+    ] + appStoreLedgerTables
+
+    /// The App Store ledger's tables (keyed by environment).
+    static let appStoreLedgerTables = ["appStoreTransaction", "appStoreSubscription", "appStoreOwner"]
+}

@@ -38,7 +38,7 @@ package struct OutboxTouches: Sendable {
 
     package var isEmpty: Bool { customers.isEmpty && purchases.isEmpty && users.isEmpty && refunds.isEmpty }
 
-    /// A refund of a charge that names its invoice and customer (``InboxApplier`` decodes no other
+    /// A refund of a charge that names its invoice and customer (``DecodedDelivery`` decodes no other
     /// as a refund); its customer's users' views are looked at too.
     package mutating func add(_ charge: Charge, account: String, livemode: Bool) {
         guard let customer = charge.customer?.id, let invoice = charge.invoice?.id else { return }

@@ -114,7 +114,7 @@ public struct ApplyPass: Sendable, Equatable {
 /// A delivery decoded on its sender's task, ready to be stored and applied in one group commit.
 public struct PreparedDelivery: Sendable {
     public let delivery: InboxDelivery
-    let decoded: InboxApplier.Decoded
+    let decoded: DecodedDelivery
 
     /// Why the delivery's object cannot be applied, nil when it can. A webhook refuses such a
     /// delivery rather than acknowledge what it could never apply (invariant 9).

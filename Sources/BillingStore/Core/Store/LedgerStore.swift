@@ -1,6 +1,7 @@
 /// The ledger's storage as the layers above BillingStore see it: one store per role, plus the
-/// checks and upkeep of the whole database. SQLite implements it (``SQLiteLedgerStore``); a
-/// PostgreSQL store will be a second implementation, so nothing above this module spells SQL.
+/// checks and upkeep of the whole database. Two backends implement it, SQLite (``SQLiteLedgerStore``,
+/// under SQLite/) and PostgreSQL (``PostgresLedgerStore``, under Postgres/), so nothing above this
+/// module spells SQL.
 public protocol LedgerStore: Sendable {
     /// The inbox of verified deliveries.
     var inbox: any EventInbox { get }

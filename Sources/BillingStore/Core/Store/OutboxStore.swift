@@ -158,3 +158,14 @@ public struct OutboxPolicy: Sendable {
         self.renderUsage = renderUsage
     }
 }
+
+extension OutboxDepth {
+    /// When the first event still waiting (pending or failed) was queued: the one first in the
+    /// queue, found by two index lookups rather than a walk of the backlog.
+    static let oldestWaitingSQL = """
+        SELECT createdAt FROM outboxEvent WHERE seq = (
+            SELECT MIN(seq) FROM (
+                SELECT MIN(seq) AS seq FROM outboxEvent WHERE status = 'pending'
+                UNION ALL SELECT MIN(seq) FROM outboxEvent WHERE status = 'failed') AS firsts)
+        """
+}

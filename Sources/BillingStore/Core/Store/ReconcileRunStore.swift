@@ -79,3 +79,8 @@ public struct ReconcileTotals: Sendable, Equatable {
         self.objects = objects
     }
 }
+
+extension ReconcileRun {
+    /// The columns a run is read from, in order, on either backend.
+    static let columns = "id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recoveredEvents, objects, error"
+}
