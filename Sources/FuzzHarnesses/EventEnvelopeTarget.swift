@@ -35,7 +35,7 @@ enum EventEnvelopeTarget {
         } catch {
             return .violated("an event signed at its own created time was refused as created later")
         }
-        // The applier's step (InboxApplier.decode): route by type, decode the object.
+        // The applier's step (SQLiteApplier.decode): route by type, decode the object.
         let routed: (kind: LedgerObjectKind, deletion: Bool)
         switch EventRoute(eventType: envelope.type) {
         case .snapshot(let kind): routed = (kind, false)

@@ -13,9 +13,9 @@ struct AppStoreReconcilerTests {
     /// A fresh ledger in a temporary directory.
     final class Ledger: Sendable {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-appstore-\(UUID().uuidString).sqlite3").path
-        let database: LedgerDatabase
+        let database: SQLiteDatabase
 
-        init() throws { database = try LedgerDatabase.open(path: path) }
+        init() throws { database = try SQLiteDatabase.open(path: path) }
 
         deinit {
             try? database.close()
@@ -28,7 +28,7 @@ struct AppStoreReconcilerTests {
         logger.logLevel = .critical
         return AppStoreReconciler(
             store: SQLiteLedgerStore(database: ledger.database), client: fixture.client, logger: logger,
-            inbox: InboxQueue(database: ledger.database), applier: InboxApplier(database: ledger.database),
+            inbox: SQLiteInbox(database: ledger.database), applier: SQLiteApplier(database: ledger.database),
             holder: "test:\(UUID().uuidString)", now: { fixture.clock.withLock { $0 } })
     }
 
@@ -50,14 +50,14 @@ struct AppStoreReconcilerTests {
         #expect(first.notifications.recovered == 1)
         #expect(first.notifications.neverDelivered == 1)
         #expect(first.notifications.applied == 1)
-        let held = try await AppStoreReconciliation(database: ledger.database).record(environment: "Sandbox", originalTransactionID: "2000000000000001")
+        let held = try await SQLiteAppStore(database: ledger.database).record(environment: "Sandbox", originalTransactionID: "2000000000000001")
         #expect(held?.productID == "com.example.pro.monthly")
 
         // Apple's delivery turns up after all: the inbox already has it.
         let verified = try await fixture.client.verifier.verifyNotification(signedPayload)
         let notification = try AppStoreNotification(json: verified.payload, transaction: verified.transaction?.payload, renewalInfo: verified.renewalInfo?.payload)
         let late = InboxDelivery.appStore(notification, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: 1_790_000_100_000)
-        #expect(try await InboxQueue(database: ledger.database).insert([late]) == [.duplicate])
+        #expect(try await SQLiteInbox(database: ledger.database).insert([late]) == [.duplicate])
 
         fixture.clock.withLock { $0 += 86_400 }
         let second = try await reconciler(fixture, ledger).run(options)
@@ -80,7 +80,7 @@ struct AppStoreReconcilerTests {
         let fixture = try AppleClientFixture(answers: [answer(200, Self.emptyHistory), answer(200, statuses)], pki: pki)
         let ledger = try Ledger()
         let transaction = try AppStoreTransaction(json: try AppStoreJWS.payload(of: reported))
-        _ = try await AppStoreLedger(database: ledger.database).record(
+        _ = try await SQLiteAppStore(database: ledger.database).record(
             [AppStoreAppTransaction(user: "user_42", ownership: .keep, signedTransaction: reported, transaction: transaction)], receivedAt: 1_787_400_000_000)
 
         let report = try await reconciler(fixture, ledger).run(AppStoreReconciler.Options())
@@ -90,7 +90,7 @@ struct AppStoreReconcilerTests {
         #expect(report.subscriptions.examples.first?.ledgerStatus == "expired")
         #expect(report.subscriptions.examples.first?.appleStatus == "active")
         #expect(fixture.transport.requests[1].url == "https://apple.test/inApps/v1/subscriptions/2000000000000001")
-        let held = try await AppStoreLedger(database: ledger.database).subscription(environment: "Sandbox", originalTransactionID: "2000000000000001")
+        let held = try await SQLiteAppStore(database: ledger.database).subscription(environment: "Sandbox", originalTransactionID: "2000000000000001")
         #expect(held?.0.transactionID == "2000000000000002")
         #expect(held?.0.expiresDate == 1_792_588_400_000)
         #expect(held?.owner == "user_42")
@@ -111,7 +111,7 @@ struct AppStoreReconcilerTests {
     func leaseShared() async throws {
         let fixture = try AppleClientFixture(answers: [])
         let ledger = try Ledger()
-        try await ReconcileRuns(database: ledger.database).acquire(Reconciler.leaseName, holder: "cron:1", ttl: 120, now: 1_790_000_000)
+        try await SQLiteReconcileRuns(database: ledger.database).acquire(Reconciler.leaseName, holder: "cron:1", ttl: 120, now: 1_790_000_000)
         await #expect(throws: LeaseHeld.self) { try await reconciler(fixture, ledger).run(AppStoreReconciler.Options()) }
         #expect(fixture.transport.requests.isEmpty)
     }

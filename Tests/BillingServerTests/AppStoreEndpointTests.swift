@@ -71,7 +71,7 @@ struct AppStoreWebhookTests {
         let bed = try AppStoreTestbed()
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let token = try await AppStoreLedger(database: ledger.database).accountToken(for: "user_42")
+        let token = try await SQLiteAppStore(database: ledger.database).accountToken(for: "user_42")
         let body = bed.body(bed.sample("SUBSCRIBED", "INITIAL_BUY", original: "2000000001", token: token))
         try await bed.application(ledger, catalog: try fixtureCatalog("free-pro-enterprise")).test(.router) { client in
             let first = try await client.execute(uri: "/webhooks/appstore", method: .post, body: ByteBuffer(bytes: body))
@@ -79,8 +79,8 @@ struct AppStoreWebhookTests {
             #expect(first.json["duplicate"] as? Bool == false)
             let again = try await client.execute(uri: "/webhooks/appstore", method: .post, body: ByteBuffer(bytes: body))
             #expect(again.json["duplicate"] as? Bool == true, "Apple's retry is a duplicate")
-            #expect(try await InboxQueue(database: ledger.database).count() == 1)
-            _ = try await InboxApplier(database: ledger.database).drain()
+            #expect(try await SQLiteInbox(database: ledger.database).count() == 1)
+            _ = try await SQLiteApplier(database: ledger.database).drain()
             let view = try await client.execute(uri: "/v1/users/user_42/subscription", method: .get, headers: authorized)
             #expect(view.json["subscribed"] as? Bool == true, "\(view.text)")
             #expect(view.json["plan"] as? String == "pro")
@@ -129,7 +129,7 @@ struct AppStoreWebhookTests {
             #expect(response.status == .badRequest)
             #expect((response.json["error"] as? [String: Any])?["code"] as? String == expected, "\(response.text)")
         }
-        #expect(try await InboxQueue(database: ledger.database).count() == 0)
+        #expect(try await SQLiteInbox(database: ledger.database).count() == 0)
     }
 }
 
@@ -165,7 +165,7 @@ struct AppStoreServiceAPITests {
             let bad = try await postJSON(client, "/v1/users/user_1/appstore/transactions", ["signed_transaction": "eyJ.e30.x"])
             #expect(bad.status == .badRequest)
         }
-        #expect(try await InboxQueue(database: ledger.database).count() == 1, "the same report twice is one event")
+        #expect(try await SQLiteInbox(database: ledger.database).count() == 1, "the same report twice is one event")
     }
 
     @Test("With APPSTORE_OWNERSHIP=transfer a restore moves the purchase to the restoring user")
@@ -202,13 +202,13 @@ struct AppStoreServiceAPITests {
         // Stale by date: an App Store purchase whose period ended while no renewal arrived.
         var stale = bed.sample("DID_RENEW", original: "3000000006", at: bed.now - 40 * 86_400_000)
         stale.transaction["signedDate"] = Int(bed.now - 40 * 86_400_000)
-        let view = try await AppStoreLedger(database: ledger.database).record(
+        let view = try await SQLiteAppStore(database: ledger.database).record(
             [AppStoreAppTransaction(
                 user: "user_6", ownership: .keep, signedTransaction: "",
                 transaction: try AppStoreTransaction(json: stale.transactionJSON))],
             receivedAt: 0)
         #expect(view == [.recorded(originalTransactionID: "3000000006", duplicate: false)])
-        let billing = try await UserLedger(database: ledger.database).billing(of: "user_6", in: .test)
+        let billing = try await SQLiteUsers(database: ledger.database).billing(of: "user_6", in: .test)
         let resolution = billing.resolve(catalog, now: bed.now / 1000)
         #expect(resolution.entitled == false, "never trusted past its expiry date")
         #expect(resolution.appStoreStatus == .expired)

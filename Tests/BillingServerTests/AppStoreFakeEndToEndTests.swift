@@ -69,8 +69,8 @@ final class FakeAppleHarness: Sendable {
         logger.logLevel = .critical
         let clock = fake.clock
         return AppStoreReconciler(
-            store: ledger.store, client: client, logger: logger, inbox: InboxQueue(database: ledger.database),
-            applier: InboxApplier(database: ledger.database),
+            store: ledger.store, client: client, logger: logger, inbox: SQLiteInbox(database: ledger.database),
+            applier: SQLiteApplier(database: ledger.database),
             holder: "test:\(UUID().uuidString)", now: { clock.now / 1000 })
     }
 
@@ -83,12 +83,12 @@ final class FakeAppleHarness: Sendable {
 
     /// What the ledger holds for a Sandbox purchase.
     func record(_ original: String) async throws -> AppStoreSubscriptionRecord? {
-        try await AppStoreReconciliation(database: ledger.database).record(environment: "Sandbox", originalTransactionID: original)
+        try await SQLiteAppStore(database: ledger.database).record(environment: "Sandbox", originalTransactionID: original)
     }
 
     /// The app user the ledger ties a Sandbox purchase to.
     func owner(_ original: String) async throws -> String? {
-        try await AppStoreLedger(database: ledger.database).subscription(environment: "Sandbox", originalTransactionID: original)?.owner
+        try await SQLiteAppStore(database: ledger.database).subscription(environment: "Sandbox", originalTransactionID: original)?.owner
     }
 
     /// The transaction the fake would sign now for `id`, decoded.
@@ -153,7 +153,7 @@ struct AppStoreFakeEndToEndTests {
         #expect(try await apple.owner(purchase.originalTransactionID) == "user_1")
         #expect(held.transactionID == renewal.transactionID)
         #expect(held.expiresDate == renewal.expiresDate)
-        #expect(try await InboxQueue(database: apple.ledger.database).count() == 2)
+        #expect(try await SQLiteInbox(database: apple.ledger.database).count() == 2)
         #expect(await apple.fake.requests(matching: .path("/inApps/v2/history")).count >= 2)
         await apple.stop()
     }
@@ -208,7 +208,7 @@ struct AppStoreFakeEndToEndTests {
         let held = try #require(try await apple.record(purchase.originalTransactionID))
         #expect(held.transactionID == ids.last)
         #expect(try await apple.owner(purchase.originalTransactionID) == "user_1")
-        #expect(try await InboxQueue(database: apple.ledger.database).count() == 4)
+        #expect(try await SQLiteInbox(database: apple.ledger.database).count() == 4)
         await apple.stop()
     }
 
@@ -223,7 +223,7 @@ struct AppStoreFakeEndToEndTests {
         #expect(report.notifications.applied == 1)
         let held = try #require(try await apple.record(purchase.originalTransactionID))
         #expect(held.status(now: apple.fake.now) == .active)
-        let inbox = InboxQueue(database: apple.ledger.database)
+        let inbox = SQLiteInbox(database: apple.ledger.database)
         #expect(try await inbox.count() == 1)
 
         // Apple's retry turns up after all: accepted, and the inbox already had it.
@@ -251,7 +251,7 @@ struct AppStoreFakeEndToEndTests {
                 body: subscribed)
             #expect(response.status == .ok, "\(response.text)")
         }
-        try await InboxApplier(database: apple.ledger.database).drain()
+        try await SQLiteApplier(database: apple.ledger.database).drain()
         // A Sandbox month passes; the renewal's notification is lost, and the walk starts after it.
         await apple.fake.advance(by: .seconds(301))
         let renewal = try await apple.transaction(try #require(await apple.fake.transactionIDs(originalTransactionID: purchase.originalTransactionID).last))

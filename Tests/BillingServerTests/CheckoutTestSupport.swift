@@ -81,8 +81,8 @@ struct BillingHarness {
             let body = event.serialized()
             return InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
         }
-        _ = try await InboxQueue(database: ledger.database).insert(deliveries)
-        let pass = try await InboxApplier(database: ledger.database).drain()
+        _ = try await SQLiteInbox(database: ledger.database).insert(deliveries)
+        let pass = try await SQLiteApplier(database: ledger.database).drain()
         #expect(pass.failed + pass.dead == 0, "every event of the fake applies")
     }
 

@@ -35,7 +35,7 @@ struct CommandMessageTests {
         let existing = directory.appendingPathComponent("existing.sqlite3").path
         FileManager.default.createFile(atPath: existing, contents: Data("keep".utf8))
         // The ledger the read-only commands read: they never create one.
-        try LedgerDatabase.open(path: settings["BILLINGD_DATABASE"]!).close()
+        try SQLiteDatabase.open(path: settings["BILLINGD_DATABASE"]!).close()
 
         let cases: [(arguments: [String], environment: [String: String], status: Int32, says: String)] = [
             (["inspect", "cus_unknown"], settings, 66, "The ledger has no object cus_unknown"),

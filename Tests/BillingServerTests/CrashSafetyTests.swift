@@ -129,8 +129,8 @@ struct CrashSafetyTests {
 
         let acked = load.acknowledged.values
         #expect(acked.count >= floor, "the daemon acknowledged \(acked.count) deliveries before it was killed, fewer than \(floor)")
-        let database = try LedgerDatabase.open(path: databasePath)
-        let inbox = InboxQueue(database: database)
+        let database = try SQLiteDatabase.open(path: databasePath)
+        let inbox = SQLiteInbox(database: database)
         let stored = Set(try await inbox.list(.init(limit: 1_000_000)).map(\.eventID))
         let lost = acked.subtracting(stored)
         #expect(lost.isEmpty, "acknowledged but lost: \(lost.prefix(5))")

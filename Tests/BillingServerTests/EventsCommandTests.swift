@@ -15,7 +15,7 @@ struct EventsCommandTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("ledger.sqlite3").path
         do {
-            let database = try LedgerDatabase.open(path: path)
+            let database = try SQLiteDatabase.open(path: path)
             defer { try? database.close() }
             // Bodies without an object: one try leaves each dead.
             let deliveries = [false, true].map { livemode in
@@ -25,8 +25,8 @@ struct EventsCommandTests {
                         objectID: nil, objectType: nil),
                     body: Array(#"{"id":"evt_twice"}"#.utf8), receivedAt: 1, source: .webhook, secretIndex: 0)
             }
-            _ = try await InboxQueue(database: database).insert(deliveries)
-            #expect(try await InboxApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead == 2)
+            _ = try await SQLiteInbox(database: database).insert(deliveries)
+            #expect(try await SQLiteApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead == 2)
         }
         let settings = ["BILLINGD_DATABASE": path]
 

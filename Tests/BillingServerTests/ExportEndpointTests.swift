@@ -33,8 +33,8 @@ private func ledgerWithInvoices(_ count: Int = 3) async throws -> TemporaryLedge
     let deliveries = try bodies.map { body in
         InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
     }
-    _ = try await InboxQueue(database: ledger.database).insert(deliveries)
-    let pass = try await InboxApplier(database: ledger.database).drain()
+    _ = try await SQLiteInbox(database: ledger.database).insert(deliveries)
+    let pass = try await SQLiteApplier(database: ledger.database).drain()
     #expect(pass.failed + pass.dead == 0)
     return ledger
 }
@@ -48,7 +48,7 @@ private func bearer(_ value: String) -> HTTPFields {
 
 private func exported(_ ledger: TemporaryLedger, _ request: InvoiceExportRequest) async throws -> String {
     var bytes: [UInt8] = []
-    _ = try await InvoiceExporter(database: ledger.database).stream(request) { bytes += $0 }
+    _ = try await SQLiteInvoiceExporter(database: ledger.database).stream(request) { bytes += $0 }
     return String(decoding: bytes, as: UTF8.self)
 }
 

@@ -11,7 +11,7 @@ struct InspectTests {
         builder.add("customer.subscription.created", UserFixtures.subscription("sub_inspect", customer: "cus_inspect", status: "active"))
         let ledger = try await builder.ledger()
         defer { ledger.remove() }
-        let maintenance = LedgerMaintenance(database: ledger.database)
+        let maintenance = SQLiteMaintenance(database: ledger.database)
 
         let customer = try #require(try await maintenance.inspect(id: "cus_inspect")?["object"] as? [String: any Sendable])
         #expect(customer["app_user_id"] as? String == "user_inspect")

@@ -32,7 +32,7 @@ struct LedgerCommandTests {
         #expect(summary["path"] as? String == target)
         #expect((summary["bytes"] as? Int ?? 0) > 0)
 
-        let copy = try LedgerDatabase.open(path: target)
+        let copy = try SQLiteDatabase.open(path: target)
         let restored = SQLiteLedgerStore(database: copy)
         #expect(try await restored.maintenance.dump() == (try await ledger.store.maintenance.dump()))
         #expect(try await restored.inbox.count() == events)

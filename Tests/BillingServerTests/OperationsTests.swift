@@ -118,7 +118,7 @@ struct OperationsTests {
     func onlineBackup() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let committer = GroupCommitter(applier: InboxApplier(database: ledger.database))
+        let committer = GroupCommitter(applier: SQLiteApplier(database: ledger.database))
         let backupDone = Atomic<Bool>(false)
         // Writers commit until the backup has returned, then 10 more: the backup is taken with
         // writes before it, during it and after it.
@@ -133,7 +133,7 @@ struct OperationsTests {
             }
             return index
         }
-        let inbox = InboxQueue(database: ledger.database)
+        let inbox = SQLiteInbox(database: ledger.database)
         for _ in 0..<2000 {
             if try await inbox.count() >= 10 { break }
             try await Task.sleep(for: .milliseconds(5))
@@ -147,9 +147,9 @@ struct OperationsTests {
         #expect(try await inbox.count() == written)
         #expect(result.events >= before, "the copy holds what was committed before it began")
         #expect(result.events < written, "writes went on after the copy: it was taken under load")
-        let copy = try LedgerDatabase.open(path: path)
+        let copy = try SQLiteDatabase.open(path: path)
         defer { try? copy.close() }
-        #expect(try await InboxQueue(database: copy).count() == result.events)
+        #expect(try await SQLiteInbox(database: copy).count() == result.events)
         await #expect(throws: LedgerDatabaseError.self) { try await ledger.database.backup(to: path, overwrite: false) }
         #expect(!FileManager.default.fileExists(atPath: path + ".partial-\(ProcessInfo.processInfo.processIdentifier)"))
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber

@@ -138,7 +138,7 @@ struct OutboxHarness {
 
     /// The ledger as serve sees it: its transactions announce.
     var store: any LedgerStore { ledger.store.announcing(policy) }
-    var applier: InboxApplier { InboxApplier(database: ledger.database.announcing(policy), configuration: .init(firstRetryDelay: .zero)) }
+    var applier: SQLiteApplier { SQLiteApplier(database: ledger.database.announcing(policy), configuration: .init(firstRetryDelay: .zero)) }
 
     /// Applies events as one webhook each, through the group commit path, each its own transaction.
     mutating func deliver(_ events: [(type: String, object: [String: Any])]) async throws {

@@ -49,7 +49,7 @@ struct PostgresReplicaTests {
 
     /// The ledger the bodies make on SQLite, delivered in order: what every replica set must reach.
     static func inOrderDump(_ bodies: [[UInt8]]) async throws -> String {
-        let store = SQLiteLedgerStore(database: try LedgerDatabase.inMemory())
+        let store = SQLiteLedgerStore(database: try SQLiteDatabase.inMemory())
         let deliveries = try bodies.map { body in
             InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
         }

@@ -35,8 +35,8 @@ struct ReconcileHarness {
     func reconciler(holder: String = "test:1") -> Reconciler {
         Reconciler(
             store: ledger.store, client: client, livemode: false, logger: log.logger(format: .text),
-            inbox: InboxQueue(database: ledger.database),
-            applier: InboxApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)), holder: holder)
+            inbox: SQLiteInbox(database: ledger.database),
+            applier: SQLiteApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)), holder: holder)
     }
 
     func run(_ kinds: [ReconcileKind] = ReconcileKind.allCases, dryRun: Bool = false) async throws -> ReconcileReport {
@@ -185,7 +185,7 @@ struct ReconcileTests {
         let harness = try await ReconcileHarness.start()
         defer { Task { await harness.stop() } }
         let now = Int64(Date().timeIntervalSince1970)
-        try await ReconcileRuns(database: harness.ledger.database)
+        try await SQLiteReconcileRuns(database: harness.ledger.database)
             .advanceEventCursor(account: "", livemode: false, created: now - 26 * 86_400, walkedAt: now - 26 * 86_400)
         let report = try await harness.run([.events])
         let warning = try #require(report.events?.warning)
@@ -218,7 +218,7 @@ struct ReconcileTests {
     func overlappingRunsRefused() async throws {
         let harness = try await ReconcileHarness.start()
         defer { Task { await harness.stop() } }
-        try await ReconcileRuns(database: harness.ledger.database)
+        try await SQLiteReconcileRuns(database: harness.ledger.database)
             .acquire(Reconciler.leaseName, holder: "cron:999", ttl: 120, now: Int64(Date().timeIntervalSince1970))
         await #expect(throws: LeaseHeld.self) {
             _ = try await harness.run([.customers])
@@ -250,7 +250,7 @@ struct ReconcileTests {
         }
         #expect(failure.report.outcome == "failed")
         #expect("\(failure.underlying)".contains("req_"))
-        let runs = try await ReconcileRuns(database: harness.ledger.database).latest(mode: "full")
+        let runs = try await SQLiteReconcileRuns(database: harness.ledger.database).latest(mode: "full")
         #expect(runs.finished?.outcome == .failed)
         #expect(runs.completed == nil)
         #expect(!"\(failure)".contains(ReconcileHarness.apiKey))
@@ -335,7 +335,7 @@ struct ReconcileCommandTests {
         #expect(byKind["customer"]?["missing_locally"] as? Int == 20)
         #expect(!first.stderr.contains(ReconcileHarness.apiKey), "the key must not be logged, even at trace level")
 
-        try await ReconcileRuns(database: harness.ledger.database)
+        try await SQLiteReconcileRuns(database: harness.ledger.database)
             .acquire(Reconciler.leaseName, holder: "cron:4242", ttl: 120, now: Int64(Date().timeIntervalSince1970))
         let second = try await reconcile(["--kinds", "customers"], database: database, fake: harness.fake)
         #expect(second.status == 75)

@@ -11,18 +11,18 @@ import NIOCore
 /// A fresh on-disk ledger in a temporary directory, removed at the end of the test.
 struct TemporaryLedger {
     let directory: URL
-    let database: LedgerDatabase
+    let database: SQLiteDatabase
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        database = try LedgerDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
+        database = try SQLiteDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
     }
 
     /// The same database opened anew, as a restarted billingd would.
     init(reopening other: TemporaryLedger) throws {
         directory = other.directory
-        database = try LedgerDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
+        database = try SQLiteDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
     }
 
     /// The ledger as the server and commands see it.
@@ -54,7 +54,7 @@ func makeDependencies(_ ledger: TemporaryLedger, metrics: BillingMetrics = Billi
     BillingServerDependencies(
         store: ledger.store,
         verifier: SignatureVerifier(secrets: [testSecret]),
-        committer: GroupCommitter(applier: InboxApplier(database: ledger.database)),
+        committer: GroupCommitter(applier: SQLiteApplier(database: ledger.database)),
         metrics: metrics)
 }
 

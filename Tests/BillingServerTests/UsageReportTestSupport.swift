@@ -20,7 +20,7 @@ struct UsageReportBed {
 
     var fake: StripeFake { harness.fake }
     var ledger: TemporaryLedger { harness.ledger }
-    var database: LedgerDatabase { harness.ledger.database }
+    var database: SQLiteDatabase { harness.ledger.database }
     var now: Int64 { harness.fake.clock.now }
 
     static func start() async throws -> UsageReportBed {
@@ -42,8 +42,8 @@ struct UsageReportBed {
             let body = event.serialized()
             return InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
         }
-        _ = try await InboxQueue(database: database).insert(deliveries)
-        _ = try await InboxApplier(database: database).drain()
+        _ = try await SQLiteInbox(database: database).insert(deliveries)
+        _ = try await SQLiteApplier(database: database).drain()
     }
 
     /// Records usage as the service API would; returns the record's seq.
@@ -57,7 +57,7 @@ struct UsageReportBed {
         let input = UsageRecordInput(
             scope: scope, user: user, meter: meter, quantity: quantity, timestamp: time, idempotencyKey: key,
             period: .calendarMonth(containing: time), limit: nil)
-        _ = try await UsageLedger(database: database).apply([.record(input)], now: (recordedAt ?? now) * 1000)
+        _ = try await SQLiteUsage(database: database).apply([.record(input)], now: (recordedAt ?? now) * 1000)
         return try await database.writer.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM usageRecord") ?? 0 }
     }
 

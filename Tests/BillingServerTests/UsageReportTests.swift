@@ -338,7 +338,7 @@ struct UsageReportTests {
         #expect(await bed.fake.requestCount(matching: .path("/v1/billing/meter_events")) == 0)
         #expect(try await bed.database.metaValue("usage_meter_event_namespace") == nil)
 
-        try await ReconcileRuns(database: bed.database).acquire(UsageReporter.leaseName, holder: "cron", ttl: 120, now: bed.now)
+        try await SQLiteReconcileRuns(database: bed.database).acquire(UsageReporter.leaseName, holder: "cron", ttl: 120, now: bed.now)
         await #expect(throws: LeaseHeld.self) {
             _ = try await bed.reporter(at: bed.now).run()
         }
@@ -432,8 +432,8 @@ struct UsageReconcileTests {
         var logger = Logger(label: "test.reconcile")
         logger.logLevel = .critical
         let reconciler = Reconciler(
-            store: bed.ledger.store, client: bed.client(), livemode: false, logger: logger, inbox: InboxQueue(database: bed.database),
-            applier: InboxApplier(database: bed.database),
+            store: bed.ledger.store, client: bed.client(), livemode: false, logger: logger, inbox: SQLiteInbox(database: bed.database),
+            applier: SQLiteApplier(database: bed.database),
             catalog: bed.catalog, now: { time })
         var options = Reconciler.Options()
         options.kinds = [.usage]

@@ -177,7 +177,7 @@ struct UsageEndpointTests {
             #expect(statuses.count { $0 == 200 } == 3)
             #expect(statuses.count { $0 == 402 } == 97)
         }
-        let states = try await UsageLedger(database: ledger.database).states(
+        let states = try await SQLiteUsage(database: ledger.database).states(
             scope: .test, user: "user_1",
             meters: [(UsageMeter(id: "radars", kind: .counter, limit: "radars"), UsagePeriod.calendarMonth(containing: usageNow), .count(10))])
         #expect(states.first?.used == 10)
@@ -225,7 +225,7 @@ struct UsageEndpointTests {
             let now = try await postUsage(client, "/v1/users/user_pro/usage/radars/events", #"{"quantity": 2, "idempotency_key": "now", "timestamp": \#(start)}"#)
             #expect(now.json["used"] as? Int == 2, "the first second of the period is in it")
         }
-        #expect(try await UsageLedger(database: ledger.database).total(scope: .test, user: "user_pro", meter: "radars", period: UsagePeriod(start: start - 30 * 86_400, end: start)) == 5)
+        #expect(try await SQLiteUsage(database: ledger.database).total(scope: .test, user: "user_pro", meter: "radars", period: UsagePeriod(start: start - 30 * 86_400, end: start)) == 5)
         // At the renewal: a new period at 0, and a record at exactly the old end is in it.
         try await userApplication(ledger, catalog: catalog, now: end + 10).test(.router) { client in
             let renewed = try await client.execute(uri: "/v1/users/user_pro/usage", method: .get, headers: authorized)
@@ -359,6 +359,6 @@ struct UsageEndpointTests {
             let anonymous = try await client.execute(uri: path, method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body))
             #expect(anonymous.status == .unauthorized)
         }
-        #expect(try await UsageLedger(database: ledger.database).total(scope: .test, user: "u", meter: "radars", period: UsagePeriod(start: 0, end: .max)) == 0)
+        #expect(try await SQLiteUsage(database: ledger.database).total(scope: .test, user: "u", meter: "radars", period: UsagePeriod(start: 0, end: .max)) == 0)
     }
 }

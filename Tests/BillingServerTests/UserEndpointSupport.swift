@@ -177,8 +177,8 @@ struct UserLedgerBuilder {
         let deliveries = try bodies.map { body in
             InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
         }
-        _ = try await InboxQueue(database: ledger.database).insert(deliveries)
-        let pass = try await InboxApplier(database: ledger.database).drain()
+        _ = try await SQLiteInbox(database: ledger.database).insert(deliveries)
+        let pass = try await SQLiteApplier(database: ledger.database).drain()
         #expect(pass.failed + pass.dead == 0, "every event applies")
     }
 
@@ -188,8 +188,8 @@ struct UserLedgerBuilder {
         let deliveries = try bodies.map { body in
             InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0)
         }
-        _ = try await InboxQueue(database: ledger.database).insert(deliveries)
-        let pass = try await InboxApplier(database: ledger.database).drain()
+        _ = try await SQLiteInbox(database: ledger.database).insert(deliveries)
+        let pass = try await SQLiteApplier(database: ledger.database).drain()
         #expect(pass.failed + pass.dead == 0, "every seeded event applies")
         return ledger
     }

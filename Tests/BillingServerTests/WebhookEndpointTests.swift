@@ -15,7 +15,7 @@ struct WebhookEndpointTests {
     func storesOnceAndDeduplicates() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
-        let inbox = InboxQueue(database: ledger.database)
+        let inbox = SQLiteInbox(database: ledger.database)
         let app = makeApplication(makeDependencies(ledger))
         let body = eventBody(id: "evt_once")
         try await app.test(.router) { client in
@@ -88,7 +88,7 @@ struct WebhookEndpointTests {
                 #expect(response.errorCode == "signature_mismatch")
             }
         }
-        #expect(try await InboxQueue(database: ledger.database).count() == 0)
+        #expect(try await SQLiteInbox(database: ledger.database).count() == 0)
     }
 
     @Test("A genuine signature over something that is not an event is 400 and not stored")
@@ -105,7 +105,7 @@ struct WebhookEndpointTests {
                 }
             }
         }
-        #expect(try await InboxQueue(database: ledger.database).count() == 0)
+        #expect(try await SQLiteInbox(database: ledger.database).count() == 0)
     }
 
     @Test("A body over 1 MiB is 413 and not stored")
@@ -121,7 +121,7 @@ struct WebhookEndpointTests {
                 #expect(response.errorCode == "body_too_large")
             }
         }
-        #expect(try await InboxQueue(database: ledger.database).count() == 0)
+        #expect(try await SQLiteInbox(database: ledger.database).count() == 0)
     }
 
     @Test("Unknown event types are stored and acknowledged")
@@ -135,7 +135,7 @@ struct WebhookEndpointTests {
                 #expect(response.status == .ok)
             }
         }
-        let events = try await InboxQueue(database: ledger.database).list(.init(type: "quantum.entanglement.collapsed"))
+        let events = try await SQLiteInbox(database: ledger.database).list(.init(type: "quantum.entanglement.collapsed"))
         #expect(events.map(\.eventID) == ["evt_future"])
     }
 
@@ -188,7 +188,7 @@ struct WebhookEndpointTests {
         let stored = answers.filter { $0.duplicate == false }.map(\.id)
         #expect(stored.count == 900)
         #expect(Set(stored) == Set(ids))
-        let inbox = InboxQueue(database: ledger.database)
+        let inbox = SQLiteInbox(database: ledger.database)
         #expect(try await inbox.count() == 900)
         #expect(Set(try await inbox.list(.init(limit: 2000)).map(\.eventID)) == Set(ids))
     }

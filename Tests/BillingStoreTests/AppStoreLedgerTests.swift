@@ -238,7 +238,7 @@ struct AppStoreLedgerTests {
     @Test("A purchase made with a user's appAccountToken is tied to that user, before or after the token is remembered")
     func accountTokenTies() async throws {
         let ledger = try TestLedger()
-        let store = AppStoreLedger(database: ledger.database)
+        let store = SQLiteAppStore(database: ledger.database)
         let token = try await store.accountToken(for: "user_7")
         #expect(try await store.accountToken(for: "user_7") == token, "the token is stable")
         #expect(try await store.accountToken(for: "user_8") != token)
@@ -251,7 +251,7 @@ struct AppStoreLedgerTests {
 
         // A device that never reached the app's backend: the notification comes first.
         let other = try TestLedger()
-        let otherStore = AppStoreLedger(database: other.database)
+        let otherStore = SQLiteAppStore(database: other.database)
         _ = try await otherStore.accountToken(for: "someone else")
         let namespace = try #require(try await other.database.metaValue("appstore_account_token_namespace"))
         let later = AppAccountToken.derive(user: "user_9", namespace: Self.bytes(namespace))

@@ -87,7 +87,7 @@ struct ExportProcessTests {
             database: database, arguments: ["export", "invoices", "--from", "2026-01", "--to", "2026-02", "--output", output],
             directory: ledger.directory)
         #expect(run.status == 0, "\(run.errors)")
-        let expected = try await InvoiceExporter(database: ledger.database)
+        let expected = try await SQLiteInvoiceExporter(database: ledger.database)
             .exportText(.init(createdFrom: 1_767_225_600, createdBefore: 1_769_904_000)).0
         #expect(try String(contentsOfFile: output, encoding: .utf8) == expected)
         #expect(run.errors.contains("Exported 2 invoices to \(output)"))

@@ -51,12 +51,12 @@ struct LedgerLine {
 /// A fresh on-disk ledger in a temporary directory, filled with SQL the way the applier fills it.
 struct ExportLedger {
     let directory: URL
-    let database: LedgerDatabase
+    let database: SQLiteDatabase
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-export-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        database = try LedgerDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
+        database = try SQLiteDatabase.open(path: directory.appendingPathComponent("ledger.sqlite3").path)
     }
 
     func remove() {

@@ -227,7 +227,7 @@ struct ExportTests {
             // An empty ledger too.
             let empty = try ExportLedger()
             defer { empty.remove() }
-            #expect(try await InvoiceExporter(database: empty.database).exportText(jsonl).1.invoices == 0)
+            #expect(try await SQLiteInvoiceExporter(database: empty.database).exportText(jsonl).1.invoices == 0)
             // A range whose end is not after its start is refused, not silently empty.
             await #expect(throws: InvoiceExportError.emptyRange(from: feb1, to: jan1)) {
                 try await exporter.exportText(.init(createdFrom: feb1, createdBefore: jan1))
@@ -337,14 +337,14 @@ struct ExportTests {
         for format in InvoiceExportRequest.Format.allCases {
             for layout in InvoiceExportRequest.Layout.allCases {
                 let request = InvoiceExportRequest(format: format, layout: layout)
-                let a = try await InvoiceExporter(database: first.database).exportText(request)
-                let b = try await InvoiceExporter(database: first.database).exportText(request)
-                let c = try await InvoiceExporter(database: second.database).exportText(request)
+                let a = try await SQLiteInvoiceExporter(database: first.database).exportText(request)
+                let b = try await SQLiteInvoiceExporter(database: first.database).exportText(request)
+                let c = try await SQLiteInvoiceExporter(database: second.database).exportText(request)
                 #expect(a.0 == b.0 && a.0 == c.0, "\(format) \(layout)")
                 #expect(a.1 == c.1)
             }
         }
-        let rows = try jsonRows(try await InvoiceExporter(database: first.database).exportText(.init(format: .jsonl)).0)
+        let rows = try jsonRows(try await SQLiteInvoiceExporter(database: first.database).exportText(.init(format: .jsonl)).0)
         let keys: [String] = rows.map { row in "\(row["created"] as! String) \(row["invoice_id"] as! String)" }
         #expect(keys == keys.sorted())
     }
@@ -446,7 +446,7 @@ struct ExportTests {
         defer { ledger.remove() }
         try ledger.generate(count: 6000)
         let destination = CollectingDestination()
-        let summary = try await InvoiceExporter(database: ledger.database).export(.init(layout: .lines), to: destination)
+        let summary = try await SQLiteInvoiceExporter(database: ledger.database).export(.init(layout: .lines), to: destination)
         #expect(summary.rows == 18_000)
         #expect(destination.chunkSizes.count > 3)
         #expect(destination.chunkSizes.max()! <= 256 * 1024 + 4096)
@@ -455,7 +455,7 @@ struct ExportTests {
         // The paged stream of the HTTP API ends a page early once it holds that many bytes.
         var pages: [Int] = []
         var streamed: [UInt8] = []
-        _ = try await InvoiceExporter(database: ledger.database).stream(.init(layout: .lines), invoicesPerPage: 100_000) { bytes in
+        _ = try await SQLiteInvoiceExporter(database: ledger.database).stream(.init(layout: .lines), invoicesPerPage: 100_000) { bytes in
             pages.append(bytes.count)
             streamed += bytes
         }
@@ -471,7 +471,7 @@ struct ExportTests {
             id: "in_huge", subtotal: 3000 * 7, created: 1_767_225_600,
             lines: (0..<3000).map { LedgerLine(id: "il_\($0)", amount: 7, description: description) })])
         let hugeDestination = CollectingDestination()
-        let hugeSummary = try await InvoiceExporter(database: huge.database).export(.init(layout: .lines), to: hugeDestination)
+        let hugeSummary = try await SQLiteInvoiceExporter(database: huge.database).export(.init(layout: .lines), to: hugeDestination)
         #expect(hugeSummary.rows == 3000 && hugeSummary.invoices == 1)
         #expect(hugeSummary.totals("usd")?.lineAmount == 21_000)
         #expect(hugeDestination.chunkSizes.count > 3)
@@ -486,7 +486,7 @@ struct ExportTests {
         let cancellation = ExportCancellation()
         cancellation.cancel()
         await #expect(throws: InvoiceExportError.interrupted) {
-            try await InvoiceExporter(database: ledger.database).export(.init(), to: CollectingDestination(), cancellation: cancellation)
+            try await SQLiteInvoiceExporter(database: ledger.database).export(.init(), to: CollectingDestination(), cancellation: cancellation)
         }
     }
 
@@ -498,7 +498,7 @@ struct ExportTests {
             LedgerInvoice(id: "in_1", currency: "kwd", subtotal: 1001, created: jan1, needsRefetch: true, lines: [LedgerLine(id: "l", amount: 1001)]),
             LedgerInvoice(id: "in_2", currency: "usd", subtotal: 250, created: jan1 + 1),
         ])
-        let (_, summary) = try await InvoiceExporter(database: ledger.database)
+        let (_, summary) = try await SQLiteInvoiceExporter(database: ledger.database)
             .exportText(.init(layout: .lines, createdFrom: jan1, createdBefore: feb1))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.json.utf8)) as? [String: Any])
         #expect(object["schema_version"] as? Int == 1)
@@ -538,7 +538,7 @@ struct ExportTests {
     func fromRealEvents() async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
-        let inbox = InboxQueue(database: ledger.database)
+        let inbox = SQLiteInbox(database: ledger.database)
         var deliveries: [InboxDelivery] = []
         for (index, type) in ["customer.created", "invoice.paid"].enumerated() {
             let body = SampleEvent.body(
@@ -547,9 +547,9 @@ struct ExportTests {
             deliveries.append(InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0))
         }
         _ = try await inbox.insert(deliveries)
-        let pass = try await InboxApplier(database: ledger.database).drain()
+        let pass = try await SQLiteApplier(database: ledger.database).drain()
         #expect(pass.failed + pass.dead == 0)
-        let (text, summary) = try await InvoiceExporter(database: ledger.database).exportText(.init(format: .jsonl, layout: .lines))
+        let (text, summary) = try await SQLiteInvoiceExporter(database: ledger.database).exportText(.init(format: .jsonl, layout: .lines))
         let rows = try jsonRows(text)
         let row = try #require(rows.first)
         #expect(row["invoice_id"] as? String == "in_1Sx4kMHd3QfR8sTa0r7GJ2uQ")
@@ -568,8 +568,8 @@ struct ExportTests {
             type: "invoice.deleted", eventID: "evt_deleted", created: 1_780_000_100, apiVersion: StripeAPIVersion.pinned,
             livemode: true, account: nil)
         _ = try await inbox.insert([InboxDelivery(envelope: try EventEnvelope(decoding: deleted), body: deleted, receivedAt: 0, source: .webhook, secretIndex: 0)])
-        _ = try await InboxApplier(database: ledger.database).drain()
-        #expect(try await InvoiceExporter(database: ledger.database).exportText(.init()).1.invoices == 0)
+        _ = try await SQLiteApplier(database: ledger.database).drain()
+        #expect(try await SQLiteInvoiceExporter(database: ledger.database).exportText(.init()).1.invoices == 0)
     }
 }
 

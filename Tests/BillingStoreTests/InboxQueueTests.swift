@@ -24,7 +24,7 @@ struct InboxQueueTests {
     @Test("The writer runs with synchronous=FULL in WAL mode")
     func fullDurability() throws {
         let path = temporaryPath()
-        let database = try LedgerDatabase.open(path: path)
+        let database = try SQLiteDatabase.open(path: path)
         defer { try? database.close() }
         #expect(try database.synchronousLevel() == 2)
         let mode = try database.writer.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
@@ -143,10 +143,10 @@ struct InboxQueueTests {
     // SQLite only until the PostgreSQL applier lands: the group committer stores and applies.
     @Test("Group commit: concurrent submissions share transactions and all get their outcome")
     func groupCommit() async throws {
-        let database = try LedgerDatabase.open(path: temporaryPath())
+        let database = try SQLiteDatabase.open(path: temporaryPath())
         defer { try? database.close() }
         let commits = CommitCounter()
-        let committer = GroupCommitter(applier: InboxApplier(database: database), didCommit: { ingested in commits.add(ingested.outcomes.count { $0 != .duplicate }) })
+        let committer = GroupCommitter(applier: SQLiteApplier(database: database), didCommit: { ingested in commits.add(ingested.outcomes.count { $0 != .duplicate }) })
         let outcomes = try await withThrowingTaskGroup(of: InboxInsertOutcome.self) { group in
             for index in 0..<500 {
                 group.addTask { try await committer.submit(self.delivery("evt_\(index % 400)")) }
@@ -157,14 +157,14 @@ struct InboxQueueTests {
         }
         #expect(outcomes.count == 500)
         #expect(outcomes.filter { $0 == .duplicate }.count == 100)
-        #expect(try await InboxQueue(database: database).count() == 400)
+        #expect(try await SQLiteInbox(database: database).count() == 400)
         #expect(commits.total == 400)
         #expect(commits.calls < 500, "deliveries shared commits")
     }
 
     @Test("A database in a missing directory gives an error that says what to do")
     func missingDirectory() {
-        #expect(throws: LedgerDatabaseError.self) { try LedgerDatabase.open(path: "/nonexistent-dir-\(UUID())/x.sqlite3") }
+        #expect(throws: LedgerDatabaseError.self) { try SQLiteDatabase.open(path: "/nonexistent-dir-\(UUID())/x.sqlite3") }
     }
 }
 

@@ -45,7 +45,7 @@ func withLedger(
 ) async throws {
     switch backend {
     case .sqlite:
-        let database = try LedgerDatabase.inMemory()
+        let database = try SQLiteDatabase.inMemory()
         let store = SQLiteLedgerStore(database: database)
         try await body(LedgerUnderTest(
             backend: backend, inbox: store.inbox, applier: store.applier(configuration), maintenance: store.maintenance,

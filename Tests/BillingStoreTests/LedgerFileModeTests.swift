@@ -20,7 +20,7 @@ struct LedgerFileModeTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("ledger.sqlite3").path
         for round in 0..<2 {
-            let database = try LedgerDatabase.open(path: path)
+            let database = try SQLiteDatabase.open(path: path)
             try await database.setMetaValue("probe", "round \(round)")
             for file in [path, path + "-wal", path + "-shm"] {
                 let found = try mode(file)
@@ -35,9 +35,9 @@ struct LedgerFileModeTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("ledger.sqlite3").path
-        try LedgerDatabase.open(path: path).close()
+        try SQLiteDatabase.open(path: path).close()
         try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
-        let database = try LedgerDatabase.open(path: path)
+        let database = try SQLiteDatabase.open(path: path)
         defer { try? database.close() }
         #expect(try mode(path) == 0o640)
     }

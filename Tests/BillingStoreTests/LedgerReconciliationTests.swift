@@ -208,7 +208,7 @@ struct ReconcileRunsTests {
     @Test("A second holder is refused while the lease is live, and gets it once expired")
     func lease() async throws {
         let ledger = try TestLedger()
-        let runs = ReconcileRuns(database: ledger.database)
+        let runs = SQLiteReconcileRuns(database: ledger.database)
         try await runs.acquire("reconcile", holder: "a:1", ttl: 120, now: 1000)
         await #expect(throws: LeaseHeld.self) {
             try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1100)
@@ -229,7 +229,7 @@ struct ReconcileRunsTests {
     @Test("Runs are recorded; a run left running by a dead holder is marked interrupted")
     func runs() async throws {
         let ledger = try TestLedger()
-        let runs = ReconcileRuns(database: ledger.database)
+        let runs = SQLiteReconcileRuns(database: ledger.database)
         let first = try await runs.start(mode: "full", holder: "a:1", dryRun: false, now: 100)
         try await runs.finish(first, outcome: .completed, totals: .init(drift: 3, repaired: 2, recoveredEvents: 1, objects: 50), error: nil, report: Data("{}".utf8), now: 160)
         _ = try await runs.start(mode: "full", holder: "a:2", dryRun: false, now: 200)
@@ -245,7 +245,7 @@ struct ReconcileRunsTests {
     @Test("The events cursor only moves forward, per account and mode")
     func cursor() async throws {
         let ledger = try TestLedger()
-        let runs = ReconcileRuns(database: ledger.database)
+        let runs = SQLiteReconcileRuns(database: ledger.database)
         #expect(try await runs.eventCursor(account: "", livemode: false) == nil)
         try await runs.advanceEventCursor(account: "", livemode: false, created: 500, walkedAt: 600)
         try await runs.advanceEventCursor(account: "", livemode: false, created: 400, walkedAt: 700)

@@ -36,14 +36,14 @@ enum EventFactory {
 
 /// An in-memory ledger with the real inbox and applier.
 struct TestLedger {
-    let database: LedgerDatabase
-    let inbox: InboxQueue
-    let applier: InboxApplier
+    let database: SQLiteDatabase
+    let inbox: SQLiteInbox
+    let applier: SQLiteApplier
 
     init(configuration: ApplierConfiguration = .init(firstRetryDelay: .zero)) throws {
-        database = try LedgerDatabase.inMemory()
-        inbox = InboxQueue(database: database)
-        applier = InboxApplier(database: database, configuration: configuration)
+        database = try SQLiteDatabase.inMemory()
+        inbox = SQLiteInbox(database: database)
+        applier = SQLiteApplier(database: database, configuration: configuration)
     }
 
     /// Stores the bodies as deliveries and applies everything due.
@@ -62,6 +62,6 @@ struct TestLedger {
     }
 
     func dump() async throws -> String {
-        try await LedgerMaintenance(database: database).dump()
+        try await SQLiteMaintenance(database: database).dump()
     }
 }

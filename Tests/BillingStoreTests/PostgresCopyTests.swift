@@ -20,8 +20,8 @@ struct PostgresCopyTests {
             EventFactory.event(id: "evt_copy_3", type: "invoice.paid", created: 1_767_225_602, object: invoice),
             EventFactory.event(id: "evt_copy_4", type: "some.future_event", created: 1_767_225_603, object: ["id": "x_1", "object": "x"]),
         ]
-        _ = try await InboxQueue(database: ledger.database).insert(bodies.map(EventFactory.delivery))
-        try await InboxApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)).drain()
+        _ = try await SQLiteInbox(database: ledger.database).insert(bodies.map(EventFactory.delivery))
+        try await SQLiteApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)).drain()
         try ledger.insert([
             LedgerInvoice(id: "in_nodate", created: nil, lines: [LedgerLine(id: "il_1", amount: 1000, description: "=cmd|' /C calc'!A0")]),
             LedgerInvoice(id: "in_quote", customer: "cus_B", customerName: "Anne \"Q\", Ltd\nSecond line", currency: "JPY", created: 1_767_225_700),
@@ -64,7 +64,7 @@ struct PostgresCopyTests {
                 #expect(counts[table] == rows, "\(table)")
             }
             // Bodies byte for byte, positions kept, and new positions drawn after the copied ones.
-            let sqliteInbox = InboxQueue(database: ledger.database)
+            let sqliteInbox = SQLiteInbox(database: ledger.database)
             for id in ["evt_copy_1", "evt_copy_3", "evt_copy_4"] {
                 let body = try await store.inbox.body(eventID: id, account: nil, livemode: false)
                 let original = try await sqliteInbox.body(eventID: id, account: nil, livemode: false)
@@ -93,10 +93,10 @@ struct PostgresCopyTests {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         let deliveries = try Lifecycle.events().map(EventFactory.delivery) + AppStoreFactory.lifecycles.map(AppStoreFactory.delivery)
-        _ = try await InboxQueue(database: ledger.database).insert(deliveries)
-        let applied = try await InboxApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)).drain()
+        _ = try await SQLiteInbox(database: ledger.database).insert(deliveries)
+        let applied = try await SQLiteApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)).drain()
         #expect(applied.failed + applied.dead == 0)
-        let source = try await LedgerMaintenance(database: ledger.database).dump()
+        let source = try await SQLiteMaintenance(database: ledger.database).dump()
         #expect(source.contains("subscription ") && source.contains("appStoreSubscription "), "the source holds a ledger of both stores")
         try await PostgresTestDatabase.withStore { store in
             _ = try await PostgresLedgerCopy.copy(from: ledger.database, to: store)
@@ -115,7 +115,7 @@ struct PostgresCopyTests {
     func replayDiffersAndRestores() async throws {
         let ledger = try await Self.sourceLedger()
         defer { ledger.remove() }
-        let source = try await LedgerMaintenance(database: ledger.database).dump()
+        let source = try await SQLiteMaintenance(database: ledger.database).dump()
         try await PostgresTestDatabase.withStore { store in
             _ = try await PostgresLedgerCopy.copy(from: ledger.database, to: store)
             let comparison = try await PostgresLedgerCopy.compare(ledger.database, with: store, replaying: .init(firstRetryDelay: .zero))
@@ -179,7 +179,7 @@ struct PostgresCopyTests {
             try db.execute(sql: "UPDATE customer SET needsRefetch = 1 WHERE id IN ('cus_b', 'cus_B')")
             try db.execute(sql: "UPDATE invoice SET needsRefetch = 1 WHERE id = 'in_tie'")
         }
-        let sqlite = LedgerReconciliation(database: ledger.database)
+        let sqlite = SQLiteLedgerReconciliation(database: ledger.database)
         try await PostgresTestDatabase.withStore { store in
             _ = try await PostgresLedgerCopy.copy(from: ledger.database, to: store)
             let postgres = store.reconciliation

@@ -72,7 +72,7 @@ struct PostgresStoreTests {
 
     @Test("The schema has every table, column, key and index the SQLite migrations create, in PostgreSQL's types")
     func schemaMatchesSQLite() async throws {
-        let sqlite = try LedgerDatabase.inMemory()
+        let sqlite = try SQLiteDatabase.inMemory()
         var expected = try await sqlite.writer.read { db in try Self.sqliteSchema(db) }
         #expect(expected.tables.count == 30 && expected.indexes.count == 21, "the comparison covers the whole SQLite schema")
         // PostgreSQL's only additions, for replicas: the column of the applier's claims, and the

@@ -16,7 +16,7 @@ func withRoleStores(_ backend: StoreBackend, replicas: Int = 1, _ body: ([RoleSt
     switch backend {
     case .sqlite:
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-roles-\(UUID().uuidString).sqlite3").path
-        let databases = try (0..<replicas).map { _ in try LedgerDatabase.open(path: path) }
+        let databases = try (0..<replicas).map { _ in try SQLiteDatabase.open(path: path) }
         defer {
             for database in databases { try? database.close() }
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
@@ -54,7 +54,7 @@ extension RoleStores {
 
 /// Runs `body` with the invoice exports of `backend` over the ledger `source` holds: SQLite's own,
 /// or a fresh PostgreSQL ledger that `billingd copy`'s code filled from it.
-func withExports(_ backend: StoreBackend, of source: LedgerDatabase, _ body: (any InvoiceExportStore) async throws -> Void) async throws {
+func withExports(_ backend: StoreBackend, of source: SQLiteDatabase, _ body: (any InvoiceExportStore) async throws -> Void) async throws {
     switch backend {
     case .sqlite:
         try await body(SQLiteLedgerStore(database: source).invoiceExports)

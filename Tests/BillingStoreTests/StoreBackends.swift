@@ -31,11 +31,11 @@ func withInbox(_ backend: StoreBackend, _ body: (InboxUnderTest) async throws ->
     switch backend {
     case .sqlite:
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-store-\(UUID().uuidString).sqlite3").path
-        let database = try LedgerDatabase.open(path: path)
+        let database = try SQLiteDatabase.open(path: path)
         defer { try? database.close() }
         try await body(InboxUnderTest(
-            inbox: InboxQueue(database: database),
-            failEveryPending: { try await InboxApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead }))
+            inbox: SQLiteInbox(database: database),
+            failEveryPending: { try await SQLiteApplier(database: database, configuration: .init(maximumAttempts: 1)).drain().dead }))
     case .postgres:
         try await PostgresTestDatabase.withStore { store in
             try await body(InboxUnderTest(

@@ -44,9 +44,9 @@ struct Copy: AsyncParsableCommand {
         guard FileManager.default.fileExists(atPath: sourcePath) else {
             throw CommandFailure.notFound("No SQLite ledger at \(sourcePath): name it with --from PATH.sqlite3.")
         }
-        let source: LedgerDatabase
+        let source: SQLiteDatabase
         do {
-            source = try LedgerDatabase.open(path: sourcePath)
+            source = try SQLiteDatabase.open(path: sourcePath)
         } catch let error as LedgerDatabaseError {
             throw CommandFailure.configuration(error.description)
         }

@@ -39,7 +39,7 @@ struct GlobalOptions: ParsableArguments {
                 "BILLINGD_DATABASE names \(settings.databasePath), which does not exist: check the path (or BILLINGD_DATABASE_URL for PostgreSQL). A new SQLite ledger is created by `billingd serve`.")
         }
         do {
-            return SQLiteLedgerStore(database: try LedgerDatabase.open(path: settings.databasePath))
+            return SQLiteLedgerStore(database: try SQLiteDatabase.open(path: settings.databasePath))
         } catch let error as LedgerDatabaseError {
             // BILLINGD_DATABASE names a directory that is missing or a file billingd may not open.
             throw CommandFailure.configuration(error.description)

@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 
 /// The App Store side of the PostgreSQL ledger as the service API and App Store reconcile use it:
-/// the twins of ``AppStoreLedger`` and ``AppStoreReconciliation``. A report or a fetched
+/// the twin of SQLite/SQLiteAppStore.swift. A report or a fetched
 /// transaction becomes an inbox row (so that replay rebuilds it) applied in the same transaction
 /// through ``PostgresAppStoreWriter``, under the locks of its event id and its purchase, so that a
 /// report reaching two replicas at once is applied by one and found stored by the other.
@@ -52,17 +52,17 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
         try await client.transaction(logger: logger) { connection in
             // Two replicas asked at once for the first token agree on one namespace.
             try await connection.query(
-                "SELECT pg_advisory_xact_lock(hashtextextended(\(AppStoreLedger.namespaceKey), 0))", logger: logger)
+                "SELECT pg_advisory_xact_lock(hashtextextended(\(AppAccountToken.namespaceKey), 0))", logger: logger)
             var namespace = try await connection.single(
-                "SELECT value FROM meta WHERE key = \(AppStoreLedger.namespaceKey)", as: String.self, logger: logger)
+                "SELECT value FROM meta WHERE key = \(AppAccountToken.namespaceKey)", as: String.self, logger: logger)
             if namespace == nil {
                 var generator = SystemRandomNumberGenerator()
                 let fresh = AppAccountToken.format((0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) })
                 try await connection.query(
-                    "INSERT INTO meta (key, value) VALUES (\(AppStoreLedger.namespaceKey), \(fresh))", logger: logger)
+                    "INSERT INTO meta (key, value) VALUES (\(AppAccountToken.namespaceKey), \(fresh))", logger: logger)
                 namespace = fresh
             }
-            let token = AppAccountToken.derive(user: user, namespace: AppStoreLedger.uuidBytes(namespace!))
+            let token = AppAccountToken.derive(user: user, namespace: AppAccountToken.uuidBytes(namespace!))
             let remembered = try await connection.single(
                 """
                 INSERT INTO appStoreAccountToken (token, appUserID) VALUES (\(token), \(user)) ON CONFLICT DO NOTHING RETURNING 1
@@ -199,10 +199,10 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
 
     private func record(environment: String, original: String, _ connection: PostgresConnection) async throws -> AppStoreSubscriptionRecord? {
         for try await row in try await connection.run(
-            "SELECT \(AppStoreLedgerReads.recordColumns) FROM appStoreSubscription s WHERE s.environment = ? AND s.originalTransactionID = ?",
+            "SELECT \(AppStoreLedgerRows.recordColumns) FROM appStoreSubscription s WHERE s.environment = ? AND s.originalTransactionID = ?",
             [.text(environment), .text(original)], logger: logger)
         {
-            return AppStoreLedgerReads.record(from: PostgresRowValues(values: try row.map(LedgerValue.init)))
+            return AppStoreLedgerRows.record(from: PostgresRowValues(values: try row.map(LedgerValue.init)))
         }
         return nil
     }

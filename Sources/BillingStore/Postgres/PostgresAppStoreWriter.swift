@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 
 /// Writes App Store deliveries into the PostgreSQL App Store ledger, inside the caller's
-/// transaction: the twin of ``AppStoreLedgerWriter``. The statements, their values and the
+/// transaction: the twin of SQLite/SQLiteAppStoreWriter.swift. The statements, their values and the
 /// merge of a transaction with the held one come from ``AppStoreLedgerRows``; this type runs
 /// them, under the purchase's lock (``PostgresObjectLock``) so that replicas applying
 /// deliveries of one purchase see a serial history.
@@ -102,9 +102,9 @@ enum PostgresAppStoreWriter {
             try await run(AppStoreLedgerRows.refreshSQL, current + [token] + key)
             guard
                 let row = try await firstRow(
-                    "SELECT \(AppStoreLedgerReads.recordColumns) FROM appStoreSubscription s WHERE s.environment = ? AND s.originalTransactionID = ?",
+                    "SELECT \(AppStoreLedgerRows.recordColumns) FROM appStoreSubscription s WHERE s.environment = ? AND s.originalTransactionID = ?",
                     key),
-                let record = AppStoreLedgerReads.record(from: PostgresRowValues(values: row))
+                let record = AppStoreLedgerRows.record(from: PostgresRowValues(values: row))
             else { return }
             var asOf: Int64 = 0
             let latest = try await run(
@@ -119,7 +119,7 @@ enum PostgresAppStoreWriter {
 
         /// Ties an original transaction to the user who reported it, under `rule` when another
         /// user owns it already.
-        func tie(original: String, user: String, rule: AppStoreOwnershipRule) async throws -> AppStoreLedgerWriter.Tie {
+        func tie(original: String, user: String, rule: AppStoreOwnershipRule) async throws -> AppStoreTie {
             if case .text(let owner)? = try await firstRow(AppStoreLedgerRows.ownerSQL, [.text(environment), .text(original)])?.first {
                 if owner == user { return .owned }
                 guard rule == .transfer else { return .ownedByOther(owner) }
@@ -136,7 +136,7 @@ enum PostgresAppStoreWriter {
     }
 }
 
-/// One row PostgreSQL returned, read by position like SQLite's ``UserLedgerColumns``.
+/// One row PostgreSQL returned, read by position like SQLite's row reader (SQLite/SQLiteColumns.swift).
 struct PostgresRowValues: LedgerColumnReading {
     let values: [LedgerValue]
 

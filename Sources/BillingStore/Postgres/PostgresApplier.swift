@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 
 /// Applies the PostgreSQL inbox to the ledger, with several replicas on one database: the twin of
-/// ``InboxApplier``, sharing its decoding, routing, backoff and counting.
+/// SQLite/SQLiteApplier.swift, sharing its decoding (``DecodedDelivery``), routing, backoff and counting.
 ///
 /// **Ordering.** An inbox position (`seq`) is drawn at insert, not at commit, so it is not commit
 /// order here, and this applier relies on no order at all: the version guard (BillingCore's
@@ -39,11 +39,11 @@ package struct PostgresApplier: EventApplier {
     // MARK: Group commit
 
     package func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
-        InboxApplier.prepared(delivery)
+        PreparedDelivery(delivery)
     }
 
     /// Stores deliveries and applies each new one in the same transaction, as on SQLite
-    /// (``InboxApplier/ingest(_:now:)``): the inbox row is written once, in its final state. The
+    /// (SQLite/SQLiteApplier+Ingest.swift): the inbox row is written once, in its final state. The
     /// transaction first takes the locks of the deliveries' event ids and objects, in one global
     /// order, so that a delivery reaching two replicas at once is applied by one of them and found
     /// stored by the other, and events of one object are applied one after the other.
@@ -110,7 +110,7 @@ package struct PostgresApplier: EventApplier {
                     connection: connection)
                 (status, effect) = (.applied, applied)
                 if applied != .stale, outbox != nil {
-                    InboxApplier.touch(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode, into: &touches)
+                    touches.add(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode)
                 }
                 if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
             }
@@ -134,14 +134,14 @@ package struct PostgresApplier: EventApplier {
 
     /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
     func applyToLedger(
-        _ decoded: InboxApplier.Decoded, eventID: String, account: String, livemode: Bool, connection: PostgresConnection
+        _ decoded: DecodedDelivery, eventID: String, account: String, livemode: Bool, connection: PostgresConnection
     ) async throws -> ApplyEffect {
         switch decoded {
         case .snapshot(let snapshot):
             return try await PostgresLedgerWriter.apply(snapshot, account: account, livemode: livemode, connection: connection, logger: logger)
         case .appStore(let delivery):
             return try await PostgresAppStoreWriter.apply(
-                delivery, environment: AppStoreLedgerWriter.environment(inboxAccount: account), sourceID: eventID,
+                delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID,
                 connection: connection, logger: logger)
         case .recordOnly, .refund:
             return .recorded
@@ -173,7 +173,7 @@ package struct PostgresApplier: EventApplier {
     /// the claim and the apply.
     package struct Claim: Sendable {
         let pass: String
-        let events: [InboxQueue.DueEvent]
+        let events: [DueEvent]
         package var count: Int { events.count }
     }
 
@@ -189,7 +189,7 @@ package struct PostgresApplier: EventApplier {
     }
 
     /// Claims up to one batch of due events for a pass (see ``PostgresInbox/claim(pass:now:until:limit:client:logger:)``).
-    func claim(pass: String, now: Int64) async throws -> [InboxQueue.DueEvent] {
+    func claim(pass: String, now: Int64) async throws -> [DueEvent] {
         try await PostgresInbox.claim(
             pass: pass, now: now, until: now + claimDuration, limit: configuration.batchSize, client: client, logger: logger)
     }
@@ -197,8 +197,8 @@ package struct PostgresApplier: EventApplier {
     /// Applies claimed events in one transaction. As on SQLite, the batch is first written
     /// without savepoints; only if a ledger write fails is it written again with each event in
     /// its own savepoint, so that one bad event fails alone.
-    func apply(_ claimed: [InboxQueue.DueEvent], pass: String, now: Int64) async throws -> ApplyPass {
-        let decoded = await InboxApplier.decodeConcurrently(claimed)
+    func apply(_ claimed: [DueEvent], pass: String, now: Int64) async throws -> ApplyPass {
+        let decoded = await DecodedDelivery.decodeConcurrently(claimed)
         do {
             return try await client.withTransaction(logger: logger) { connection in
                 try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: false, connection: connection)
@@ -211,7 +211,7 @@ package struct PostgresApplier: EventApplier {
     }
 
     private func apply(
-        _ claimed: [InboxQueue.DueEvent], decoded: [InboxApplier.Decoded], pass: String, now: Int64, isolated: Bool,
+        _ claimed: [DueEvent], decoded: [DecodedDelivery], pass: String, now: Int64, isolated: Bool,
         connection: PostgresConnection
     ) async throws -> ApplyPass {
         let held = try await PostgresInbox.stillClaimed(claimed.map(\.seq), pass: pass, connection: connection, logger: logger)
@@ -236,7 +236,7 @@ package struct PostgresApplier: EventApplier {
                 try await PostgresInbox.recordDone(
                     seq: event.seq, status: .applied, effect: .recorded, at: now, connection: connection, logger: logger)
                 result.applied += 1
-                if outbox != nil { InboxApplier.touch(outcome, account: event.account, livemode: event.livemode, into: &touches) }
+                if outbox != nil { touches.add(outcome, account: event.account, livemode: event.livemode) }
             case .snapshot, .appStore:
                 do {
                     if isolated { try await connection.query("SAVEPOINT event", logger: logger) }
@@ -247,7 +247,7 @@ package struct PostgresApplier: EventApplier {
                         seq: event.seq, status: .applied, effect: effect, at: now, connection: connection, logger: logger)
                     if effect == .stale { result.stale += 1 } else { result.applied += 1 }
                     if effect != .stale, outbox != nil {
-                        InboxApplier.touch(outcome, account: event.account, livemode: event.livemode, into: &touches)
+                        touches.add(outcome, account: event.account, livemode: event.livemode)
                     }
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry

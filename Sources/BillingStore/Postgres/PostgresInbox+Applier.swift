@@ -18,9 +18,6 @@ extension PostgresInbox {
     static let claimMigration = PostgresMigrations.Migration(
         version: "v2-applier-claims", statements: ["ALTER TABLE inboxEvent ADD COLUMN claimedBy text"])
 
-    /// A claimed event with its body.
-    typealias DueEvent = InboxQueue.DueEvent
-
     /// Claims up to `limit` events due at `now` for the drain pass `pass`, until `until`; never
     /// one another transaction is claiming (`SKIP LOCKED`) nor one this pass already tried.
     /// Returned in inbox position order.

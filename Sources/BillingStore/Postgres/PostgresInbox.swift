@@ -4,7 +4,7 @@ import NIOCore
 import PostgresNIO
 
 /// The inbox on PostgreSQL, and the only type that spells its SQL there: the same rows and
-/// semantics as ``InboxQueue`` on SQLite (account '' for the platform account, one row per
+/// semantics as SQLite/SQLiteInbox.swift on SQLite (account '' for the platform account, one row per
 /// (event id, account, livemode), ``InboxStatus`` the only spelling of a status), shared by every
 /// replica: a delivery that reaches two of them is stored once, and both learn it is stored.
 ///
@@ -126,7 +126,7 @@ struct PostgresInbox: EventInbox {
         let whereClause = clauses.isEmpty ? "" : "WHERE " + clauses.joined(separator: " AND ")
         let rows = try await client.query(
             PostgresQuery(
-                unsafeSQL: "SELECT \(InboxQueue.summaryColumns) FROM inboxEvent \(whereClause) ORDER BY seq LIMIT $\(binds.count)",
+                unsafeSQL: "SELECT \(InboxEvent.columns) FROM inboxEvent \(whereClause) ORDER BY seq LIMIT $\(binds.count)",
                 binds: binds),
             logger: logger)
         var events: [InboxEvent] = []
@@ -195,7 +195,7 @@ struct PostgresInbox: EventInbox {
         return nil
     }
 
-    /// An event from the columns of ``InboxQueue/summaryColumns``, in their order.
+    /// An event from the columns of ``InboxEvent/columns``, in their order.
     static func event(from row: PostgresRow) throws -> InboxEvent {
         let (
             seq, eventID, account, livemode, type, subtype, apiVersion, created, objectID, objectType, receivedAt, source,

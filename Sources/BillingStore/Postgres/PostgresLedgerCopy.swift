@@ -1,12 +1,12 @@
 import Foundation
-import GRDB
 import Logging
 import NIOCore
 import PostgresNIO
 
-/// Moves a SQLite ledger into an empty PostgreSQL one (`billingd copy`): every table the
-/// PostgreSQL schema has, table by table in primary-key order, a batch of rows at a time (read in
-/// one short SQLite read, written as one multi-row insert), so memory stays flat whatever the
+/// Moves a ledger (a SQLite one, through ``LedgerCopySource``) into an empty PostgreSQL one
+/// (`billingd copy`): every table the PostgreSQL schema has, table by table in primary-key
+/// order, a batch of rows at a time (read in one short read of the source, written as one
+/// multi-row insert), so memory stays flat whatever the
 /// ledger's size. All of it is one PostgreSQL transaction: a copy that fails leaves the target
 /// empty, so it can simply be run again. The copy is then verified by row counts per table.
 ///
@@ -55,15 +55,10 @@ public enum PostgresLedgerCopy {
     /// record, and reconcile's scratch list of the ids a run saw.
     static let postgresOnlyTables = "'schemamigration', 'reconcileseen'"
 
-    /// SQLite's own tables and GRDB's migration record, which are not ledger data.
-    static func isBookkeeping(_ table: String) -> Bool {
-        table.hasPrefix("sqlite_") || table == "grdb_migrations"
-    }
-
     /// Copies `source` into `target`, which must be empty; `progress` hears each table's name and
     /// the rows copied of it so far, after each batch.
     public static func copy(
-        from source: LedgerDatabase, to target: PostgresLedgerStore, batchSize: Int = 1000,
+        from source: some LedgerCopySource, to target: PostgresLedgerStore, batchSize: Int = 1000,
         progress: @Sendable (String, Int) -> Void = { _, _ in }
     ) async throws -> Report {
         let logger = target.logger
@@ -87,9 +82,7 @@ public enum PostgresLedgerCopy {
         }
         var counts: [TableCount] = []
         for table in tables {
-            let sourceRows = try await source.writer.read { db in
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(quoted(table.name))") ?? 0
-            }
+            let sourceRows = try await source.copyRowCount(of: table.name)
             let targetRows = try await target.client.single(
                 PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(quoted(table.name))"), as: Int.self, logger: logger) ?? 0
             counts.append(TableCount(table: table.name, source: sourceRows, target: targetRows))
@@ -129,10 +122,10 @@ public enum PostgresLedgerCopy {
     /// the ledger tables are copied from the source again, in one transaction, and the target is
     /// left as copied either way.
     public static func compare(
-        _ source: LedgerDatabase, with target: PostgresLedgerStore, replaying configuration: ApplierConfiguration?,
+        _ source: some LedgerCopySource, with target: PostgresLedgerStore, replaying configuration: ApplierConfiguration?,
         progress: @Sendable (Int) -> Void = { _ in }
     ) async throws -> Comparison {
-        let expected = try await LedgerMaintenance(database: source).dump()
+        let expected = try await source.copyDump()
         let maintenance = target.maintenance
         let copied = firstDifference(expected, try await maintenance.dump())
         guard let configuration else { return Comparison(firstDifference: copied, replay: nil) }
@@ -157,9 +150,9 @@ public enum PostgresLedgerCopy {
     }
 
     /// Copies the source's ledger tables over the target's again, in one transaction.
-    static func recopyLedger(from source: LedgerDatabase, to target: PostgresLedgerStore) async throws {
+    static func recopyLedger(from source: some LedgerCopySource, to target: PostgresLedgerStore) async throws {
         let logger = target.logger
-        let ledger = Set(LedgerMigrations.ledgerTables.map { $0.lowercased() })
+        let ledger = Set(LedgerRows.ledgerTables.map { $0.lowercased() })
         try await target.client.transaction(logger: logger) { connection in
             let tables = try await targetTables(connection, logger: logger).filter { ledger.contains($0.name) }
             // Those that reference others last, so that they are emptied first.
@@ -231,21 +224,17 @@ public enum PostgresLedgerCopy {
     }
 
     /// Refuses a source whose tables or columns the target lacks.
-    static func checkCovered(_ source: LedgerDatabase, by tables: [Table]) async throws {
+    static func checkCovered(_ source: some LedgerCopySource, by tables: [Table]) async throws {
         let targetColumns = Dictionary(uniqueKeysWithValues: tables.map { ($0.name, Set($0.columns.map(\.name))) })
-        let missing = try await source.writer.read { db in
-            var missing: [String] = []
-            let names = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            for name in names where !isBookkeeping(name) {
-                guard let columns = targetColumns[name.lowercased()] else {
-                    missing.append("the table \(name)")
-                    continue
-                }
-                for column in try db.columns(in: name) where !columns.contains(column.name.lowercased()) {
-                    missing.append("the column \(name).\(column.name)")
-                }
+        var missing: [String] = []
+        for (name, sourceColumns) in try await source.copyTables() {
+            guard let columns = targetColumns[name.lowercased()] else {
+                missing.append("the table \(name)")
+                continue
             }
-            return missing
+            for column in sourceColumns where !columns.contains(column.lowercased()) {
+                missing.append("the column \(name).\(column)")
+            }
         }
         guard missing.isEmpty else { throw Failure.sourceNotCovered(missing) }
     }
@@ -253,31 +242,19 @@ public enum PostgresLedgerCopy {
     /// Copies one table in primary-key order, `batchSize` rows (fewer for wide tables) per read
     /// and insert, then moves its identity sequence past the copied values.
     static func copy(
-        _ table: Table, from source: LedgerDatabase, batchSize: Int, connection: PostgresConnection, logger: Logger,
+        _ table: Table, from source: some LedgerCopySource, batchSize: Int, connection: PostgresConnection, logger: Logger,
         progress: (Int) -> Void
     ) async throws {
-        let present = try await source.writer.read { db in
-            try db.tableExists(table.name) ? Set(try db.columns(in: table.name).map { $0.name.lowercased() }) : []
-        }
+        let present = try await source.copyColumns(of: table.name)
         let columns = table.columns.filter { present.contains($0.name) }
         guard !columns.isEmpty else { return }
-        // SQLite keys a table without a declared key by rowid.
-        let order = table.primaryKey.allSatisfy(present.contains) && !table.primaryKey.isEmpty
-            ? table.primaryKey.map(quoted) : ["rowid"]
         let keyOffset = columns.count
         let rowsPerBatch = max(1, min(batchSize, 30_000 / columns.count))
-        let select = "SELECT \(columns.map { quoted($0.name) }.joined(separator: ", ")), \(order.joined(separator: ", ")) FROM \(quoted(table.name))"
-        let orderBy = "ORDER BY \(order.joined(separator: ", ")) LIMIT \(rowsPerBatch)"
-        var after: [DatabaseValue]?
+        var after: [LedgerCopyValue]?
         var copied = 0
         while true {
-            let batch: [[DatabaseValue]] = try await source.writer.read { [after] db in
-                let condition = after.map { keys in
-                    "WHERE (\(order.joined(separator: ", "))) > (\(Array(repeating: "?", count: keys.count).joined(separator: ", ")))"
-                } ?? ""
-                return try Row.fetchAll(db, sql: "\(select) \(condition) \(orderBy)", arguments: StatementArguments(after ?? []))
-                    .map { row in (0..<row.count).map { row[$0] as DatabaseValue } }
-            }
+            let batch = try await source.copyRows(
+                of: table.name, columns: columns.map(\.name), key: table.primaryKey, after: after, limit: rowsPerBatch)
             guard !batch.isEmpty else { break }
             try await insert(batch, into: table, columns: columns, connection: connection, logger: logger)
             copied += batch.count
@@ -297,7 +274,7 @@ public enum PostgresLedgerCopy {
 
     /// One multi-row insert of a batch, each value bound and cast to its column's type.
     static func insert(
-        _ batch: [[DatabaseValue]], into table: Table, columns: [(name: String, type: String)], connection: PostgresConnection,
+        _ batch: [[LedgerCopyValue]], into table: Table, columns: [(name: String, type: String)], connection: PostgresConnection,
         logger: Logger
     ) async throws {
         var binds = PostgresBindings(capacity: batch.count * columns.count)
@@ -318,17 +295,17 @@ public enum PostgresLedgerCopy {
             logger: logger)
     }
 
-    /// Binds a SQLite value as the PostgreSQL type of its column.
-    static func bind(_ value: DatabaseValue, as type: String, to binds: inout PostgresBindings) throws {
-        switch (value.storage, type) {
+    /// Binds a source value as the PostgreSQL type of its column.
+    static func bind(_ value: LedgerCopyValue, as type: String, to binds: inout PostgresBindings) throws {
+        switch (value, type) {
         case (.null, _): binds.appendNull()
-        case (.int64(let number), "boolean"): binds.append(number != 0)
-        case (.int64(let number), "text"): binds.append(String(number))
-        case (.int64(let number), _): binds.append(number)
-        case (.double(let number), "bigint"): binds.append(Int64(number))
-        case (.double(let number), _): binds.append(number)
-        case (.string(let text), "bytea"): binds.append(ByteBuffer(string: text))
-        case (.string(let text), _): binds.append(text)
+        case (.integer(let number), "boolean"): binds.append(number != 0)
+        case (.integer(let number), "text"): binds.append(String(number))
+        case (.integer(let number), _): binds.append(number)
+        case (.real(let number), "bigint"): binds.append(Int64(number))
+        case (.real(let number), _): binds.append(number)
+        case (.text(let text), "bytea"): binds.append(ByteBuffer(string: text))
+        case (.text(let text), _): binds.append(text)
         case (.blob(let data), "bytea"): binds.append(ByteBuffer(bytes: data))
         case (.blob(let data), _): binds.append(String(decoding: data, as: UTF8.self))
         }

@@ -4,7 +4,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// Stripe reconcile's side of the PostgreSQL ledger: the twin of ``LedgerReconciliation``, with
+/// Stripe reconcile's side of the PostgreSQL ledger: the twin of SQLite/SQLiteLedgerReconciliation.swift, with
 /// its comparison (``LedgerRows/typedFields(of:)``) and its repairs through the PostgreSQL ledger
 /// writer under the version guard and the objects' locks, each page one transaction.
 ///
@@ -282,7 +282,7 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
         for kind in LedgerObjectKind.allCases where queue.count < limit {
             let ids = try await ids(
                 """
-                SELECT id FROM \(unescaped: LedgerWriter.table(kind)) WHERE needsRefetch AND account = \(account) AND livemode = \(livemode)
+                SELECT id FROM \(unescaped: LedgerRows.table(kind)) WHERE needsRefetch AND account = \(account) AND livemode = \(livemode)
                 ORDER BY id COLLATE "C" LIMIT \(limit - queue.count)
                 """)
             queue += ids.map { (kind, $0) }

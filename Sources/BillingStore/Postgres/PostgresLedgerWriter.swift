@@ -4,7 +4,7 @@ import NIOCore
 import PostgresNIO
 
 /// Writes Stripe snapshots into the PostgreSQL ledger under the version guard, inside the
-/// caller's transaction: the PostgreSQL twin of ``LedgerWriter``. What a snapshot makes of the
+/// caller's transaction: the PostgreSQL twin of SQLite/SQLiteLedgerWriter.swift. What a snapshot makes of the
 /// rows (the guard's decision, the typed row, the child rows) comes from ``LedgerRows``; this
 /// type only runs the statements.
 ///
@@ -79,13 +79,13 @@ enum PostgresObjectLock {
     }
 
     /// The lock of the object a decoded event writes, if it writes one.
-    static func key(_ decoded: InboxApplier.Decoded, account: String, livemode: Bool) -> String? {
+    static func key(_ decoded: DecodedDelivery, account: String, livemode: Bool) -> String? {
         switch decoded {
         case .snapshot(let snapshot):
             return key(snapshot, account: account, livemode: livemode)
         case .appStore(let delivery):
             guard let original = delivery.originalTransactionID else { return nil }
-            return key(appStoreEnvironment: AppStoreLedgerWriter.environment(inboxAccount: account), originalTransactionID: original)
+            return key(appStoreEnvironment: AppStoreDelivery.environment(inboxAccount: account), originalTransactionID: original)
         case .refund, .recordOnly, .ignored, .failure:
             return nil
         }

@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 
 /// Operator actions on the PostgreSQL ledger: replay, inspect, dump. The dump is line for line
-/// what ``LedgerMaintenance/dump()`` prints for the same ledger on SQLite (same tables, columns,
+/// what the dump of SQLite/SQLiteMaintenance.swift prints for the same ledger on SQLite (same tables, columns,
 /// names, row order and value spelling), so that the two backends can be compared.
 struct PostgresMaintenance: LedgerMaintenanceStore {
     let client: PostgresClient
@@ -14,7 +14,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
     /// not depend on order, so the result equals the live ledger.
     func replay(applier: any EventApplier, progress: @Sendable (Int) -> Void) async throws -> ApplyPass {
         try await client.withTransaction(logger: logger) { connection in
-            for table in LedgerMigrations.ledgerTables {
+            for table in LedgerRows.ledgerTables {
                 try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
             }
             try await PostgresInbox.requeueEverything(connection: connection, logger: logger)
@@ -37,7 +37,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
             guard !rows.isEmpty else { continue }
             var views: [[String: any Sendable]] = []
             for row in rows {
-                var view = LedgerMaintenance.dictionary(row, skipping: ["raw"])
+                var view = LedgerJSON.dictionary(row, skipping: ["raw"])
                 view["kind"] = kind.rawValue
                 if let raw = row.first(where: { $0.name == "raw" }), case .blob(let bytes) = raw.value,
                     let object = try? JSONSerialization.jsonObject(with: Data(bytes))
@@ -60,7 +60,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
                         }
                     view[name] = try await self.rows(
                         children.table, where: "account = ? AND livemode = ? AND \(children.parent) = ?", key, orderBy: children.order
-                    ).map { LedgerMaintenance.dictionary($0, skipping: ["account", "livemode", children.parent]) }
+                    ).map { LedgerJSON.dictionary($0, skipping: ["account", "livemode", children.parent]) }
                 }
                 views.append(view)
             }
@@ -75,10 +75,10 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
     private func inspectAppStore(id: String) async throws -> [String: any Sendable]? {
         func views(_ table: String, where column: String) async throws -> [[String: any Sendable]] {
             try await rows(table, where: "\(column) = ?", [.text(id)], orderBy: "environment").map { row in
-                var view = LedgerMaintenance.dictionary(row, skipping: ["raw", "renewalRaw"])
+                var view = LedgerJSON.dictionary(row, skipping: ["raw", "renewalRaw"])
                 for cell in row where cell.name == "raw" || cell.name == "renewalRaw" {
                     if case .blob(let bytes) = cell.value, let object = try? JSONSerialization.jsonObject(with: Data(bytes)) {
-                        view[LedgerMaintenance.snakeCase(cell.name)] = LedgerJSON(object)
+                        view[LedgerJSON.snakeCase(cell.name)] = LedgerJSON(object)
                     }
                 }
                 return view
@@ -111,7 +111,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
     /// the same dump hold the same state, whichever backends hold them.
     func dump() async throws -> String {
         var lines: [String] = []
-        for table in LedgerMigrations.ledgerTables {
+        for table in LedgerRows.ledgerTables {
             let columns = try await self.columns(table)
             // SQLite orders text bytewise and NULL first: the C collation and NULLS FIRST do the same.
             let order = columns.prefix(4).map { "\($0.name) \($0.isText ? "COLLATE \"C\" " : "")NULLS FIRST" }

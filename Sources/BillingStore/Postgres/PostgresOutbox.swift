@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 
-/// The outbox on PostgreSQL: the twin of ``OutboxLedger``, one owner of the outbox tables, with
+/// The outbox on PostgreSQL: the twin of SQLite/SQLiteOutbox.swift, one owner of the outbox tables, with
 /// the same announcing step (``OutboxAnnouncer`` decides, this type reads and writes) run inside
 /// the ledger transaction of the change.
 ///
@@ -347,7 +347,7 @@ struct PostgresOutbox: OutboxStore {
         ).decode((String, Int).self) {
             if let status = OutboxStatus(rawValue: status) { counts[status] = count }
         }
-        let oldest = try await client.single(PostgresQuery(unsafeSQL: OutboxLedger.oldestWaiting), as: Int64?.self, logger: logger) ?? nil
+        let oldest = try await client.single(PostgresQuery(unsafeSQL: OutboxDepth.oldestWaitingSQL), as: Int64?.self, logger: logger) ?? nil
         return OutboxDepth(counts: counts, oldestUndeliveredAt: oldest)
     }
 

@@ -4,7 +4,7 @@ import NIOCore
 import PostgresNIO
 
 /// Reconcile's lease, run records and event cursors on PostgreSQL: the same rows and rules as
-/// ``ReconcileRuns`` on SQLite. The lease is a row with an expiry, never a session advisory lock
+/// SQLite/SQLiteReconcileRuns.swift on SQLite. The lease is a row with an expiry, never a session advisory lock
 /// (PgBouncer's transaction pooling hands a session's server connection to other clients), so
 /// exactly one replica or cron run holds it at a time, and a holder killed mid-run stops blocking
 /// once its expiry passes.
@@ -104,7 +104,7 @@ struct PostgresReconcileRuns: ReconcileRunStore {
     /// The latest finished run of a mode (any outcome) and the latest completed one.
     func latest(mode: String) async throws -> (finished: ReconcileRun?, completed: ReconcileRun?) {
         let running = ReconcileRunOutcome.running.rawValue, completed = ReconcileRunOutcome.completed.rawValue
-        let columns = ReconcileRuns.runColumns
+        let columns = ReconcileRun.columns
         return (
             try await run(
                 "SELECT \(unescaped: columns) FROM reconcileRun WHERE mode = \(mode) AND outcome <> \(running) ORDER BY id DESC LIMIT 1"),

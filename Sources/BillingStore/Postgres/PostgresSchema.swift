@@ -1,12 +1,12 @@
 /// The ledger's tables on PostgreSQL: the same tables, columns, keys and indexes as the SQLite
-/// migrations leave (LedgerMigrations and the per-area *Schema.swift files), in PostgreSQL's
+/// migrations leave (SQLite/SQLiteSchema.swift), in PostgreSQL's
 /// types. SQLite's INTEGER is `bigint` (Unix times, money in minor units, counts), BOOLEAN is
 /// `boolean`, TEXT is `text`, and BLOB is `bytea`: raw Stripe and Apple JSON is kept byte for
 /// byte, which `jsonb` would not do (it reorders keys and drops duplicates and whitespace).
 /// Identifiers are unquoted, so PostgreSQL folds them to lower case; only `user`, a reserved
 /// word, is quoted. One statement per string: the extended protocol runs one at a time.
 enum PostgresSchema {
-    /// The columns every ledger object carries (see LedgerMigrations.versionColumns).
+    /// The columns every ledger object carries (see `versionColumns` in SQLite/SQLiteSchema.swift).
     static let versionColumns = """
         vDeleted boolean NOT NULL DEFAULT false,
         vTerminal boolean NOT NULL DEFAULT false,
@@ -63,7 +63,7 @@ enum PostgresSchema {
         """,
     ]
 
-    /// The Stripe ledger (LedgerMigrations.registerLedgerMigrations, with the service API's
+    /// The Stripe ledger (`registerLedgerMigrations` in SQLite/SQLiteSchema.swift, with the service API's
     /// covering indexes of registerServiceAPIMigrations).
     static let ledger = [
         """
@@ -213,7 +213,7 @@ enum PostgresSchema {
     ]
 
     /// Reconcile's runs, the lease of its singleton and the `/v1/events` cursors
-    /// (LedgerMigrations.registerReconcileMigrations).
+    /// (`registerReconcileMigrations` in SQLite/SQLiteSchema.swift).
     static let reconcile = [
         """
         CREATE TABLE reconcileRun (
@@ -251,7 +251,7 @@ enum PostgresSchema {
         """,
     ]
 
-    /// The App Store ledger, keyed by environment (LedgerMigrations.registerAppStoreMigrations).
+    /// The App Store ledger, keyed by environment (`registerAppStoreMigrations` in SQLite/SQLiteSchema.swift).
     static let appStore = [
         """
         CREATE TABLE appStoreTransaction (
@@ -302,7 +302,7 @@ enum PostgresSchema {
     ]
 
     /// Usage records, counters and gauges, and the report to Stripe's meters
-    /// (LedgerMigrations.registerUsageMigrations, both versions). `user` is quoted: it is a
+    /// (`registerUsageMigrations` in SQLite/SQLiteSchema.swift, both versions). `user` is quoted: it is a
     /// reserved word in PostgreSQL.
     static let usage = [
         """
@@ -361,7 +361,7 @@ enum PostgresSchema {
         "DROP INDEX outboxEvent_work",
     ]
 
-    /// The outbox of events for the app's backend (OutboxSchema.swift, `v6-outbox` on SQLite).
+    /// The outbox of events for the app's backend (`v6-outbox` on SQLite).
     /// Its tables exist on PostgreSQL so that the schemas match and `billingd copy` carries an
     /// existing outbox over; the PostgreSQL outbox store that writes them comes with serve's
     /// wiring (issue 15).

@@ -2,7 +2,7 @@ import BillingCore
 import Logging
 import PostgresNIO
 
-/// The report queue to Stripe's meters on PostgreSQL: ``UsageLedger``'s report side, row for row.
+/// The report queue to Stripe's meters on PostgreSQL: SQLite/SQLiteUsage.swift's report side, row for row.
 extension PostgresUsage {
     /// The namespace of this database's meter event identifiers, drawn once and kept in `meta`;
     /// replicas drawing at once keep the first committed.
@@ -10,8 +10,8 @@ extension PostgresUsage {
         var generator = SystemRandomNumberGenerator()
         let drawn = MeterEventIdentifier.newNamespace(using: &generator)
         try await client.query(
-            "INSERT INTO meta (key, value) VALUES (\(UsageLedger.namespaceKey), \(drawn)) ON CONFLICT (key) DO NOTHING", logger: logger)
-        return try await client.single("SELECT value FROM meta WHERE key = \(UsageLedger.namespaceKey)", as: String.self, logger: logger)!
+            "INSERT INTO meta (key, value) VALUES (\(UsageReportRows.namespaceKey), \(drawn)) ON CONFLICT (key) DO NOTHING", logger: logger)
+        return try await client.single("SELECT value FROM meta WHERE key = \(UsageReportRows.namespaceKey)", as: String.self, logger: logger)!
     }
 
     /// Records of one mode due at `now`, in `(reportNextAt, seq)` order after `cursor`.
@@ -22,7 +22,7 @@ extension PostgresUsage {
             SELECT seq, account, livemode, "user", meter, stripeMeter, quantity, timestamp, idempotencyKey, recordedAt, reportState,
                 reportAttempts, reportNextAt, stripeCustomer, reportInFlightSince
             FROM usageRecord
-            WHERE \(unescaped: UsageLedger.dueCondition) AND reportNextAt >= \(after.nextAt) AND reportNextAt <= \(now)
+            WHERE \(unescaped: UsageReportRows.dueCondition) AND reportNextAt >= \(after.nextAt) AND reportNextAt <= \(now)
                 AND (reportNextAt > \(after.nextAt) OR seq > \(after.seq)) AND livemode = \(livemode)
             ORDER BY reportNextAt, seq
             LIMIT \(limit)
@@ -82,7 +82,7 @@ extension PostgresUsage {
                 UPDATE usageRecord SET reportState = \(UsageReportState.pending.rawValue), reportAttempts = 0, reportNextAt = \(now),
                     reportError = NULL,
                     reportInFlightSince = CASE WHEN \(resendUnconfirmed) THEN NULL ELSE reportInFlightSince END
-                WHERE \(unescaped: UsageLedger.dueCondition) AND reportState = \(UsageReportState.failed.rawValue)
+                WHERE \(unescaped: UsageReportRows.dueCondition) AND reportState = \(UsageReportState.failed.rawValue)
                     AND reportNextAt IS NULL AND livemode = \(livemode)
                     AND (\(windowStart)::bigint IS NULL OR reportInFlightSince IS NULL OR reportInFlightSince > \(windowStart))
                 RETURNING 1)
@@ -95,7 +95,7 @@ extension PostgresUsage {
         let rows = try await client.query(
             """
             SELECT reportState, reportNextAt IS NULL, count(*), min(recordedAt)
-            FROM usageRecord WHERE \(unescaped: UsageLedger.dueCondition) AND livemode = \(livemode)
+            FROM usageRecord WHERE \(unescaped: UsageReportRows.dueCondition) AND livemode = \(livemode)
             GROUP BY 1, 2
             """, logger: logger)
         var backlog = UsageReportBacklog()
@@ -154,7 +154,7 @@ extension PostgresUsage {
             Self.keyed(
                 """
                 SELECT COALESCE(SUM(CASE WHEN reportState = '\(reported)' THEN quantity END), 0)::bigint,
-                    COALESCE(SUM(CASE WHEN \(UsageLedger.dueCondition) THEN quantity END), 0)::bigint,
+                    COALESCE(SUM(CASE WHEN \(UsageReportRows.dueCondition) THEN quantity END), 0)::bigint,
                     MAX(CASE WHEN reportState = '\(reported)' THEN reportedAt END),
                     COUNT(reportInFlightSince)
                 FROM usageRecord

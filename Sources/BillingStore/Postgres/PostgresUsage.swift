@@ -4,7 +4,7 @@ import Logging
 import PostgresNIO
 
 /// The usage side of the ledger on PostgreSQL (``UsageStore`` and ``UsageReportStore``), with
-/// the rows and rules of ``UsageLedger`` on SQLite: ``UsageRecordDecision`` decides each record,
+/// the rows and rules of SQLite/SQLiteUsage.swift on SQLite: ``UsageRecordDecision`` decides each record,
 /// this type only reads and writes. Replicas share the counters, so a batch first takes a
 /// transaction-scoped advisory lock per (account, mode, user, meter) it records for, in one
 /// order: concurrent consumes on any replicas queue on it and never overshoot a hard limit

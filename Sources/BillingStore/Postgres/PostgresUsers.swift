@@ -2,9 +2,9 @@ import BillingCore
 import Logging
 import PostgresNIO
 
-/// The service API's reads of the PostgreSQL ledger, per app user: the twin of ``UserLedger``,
-/// with its statements and its row decoding (``UserLedger/CustomerList``,
-/// ``UserLedger/appendSubscriptionRow(_:customer:first:to:)`` …). Each call is one read-only
+/// The service API's reads of the PostgreSQL ledger, per app user: the twin of SQLite/SQLiteUsers.swift,
+/// sharing its statements and row decoding (``UserQueries/CustomerList``,
+/// ``UserQueries/appendSubscriptionRow(_:customer:first:to:)`` …). Each call is one read-only
 /// transaction at REPEATABLE READ, so that its several statements see one snapshot, as a
 /// SQLite read transaction does.
 struct PostgresUsers: UserLedgerStore {
@@ -27,16 +27,16 @@ struct PostgresUsers: UserLedgerStore {
             var cursor: (created: Int64, id: String)?
             if let startingAfter {
                 try await reader.forEachRow(
-                    UserLedger.invoiceCursorSQL(customers: customers.count),
-                    UserLedger.invoiceCursorArguments(startingAfter, of: customers, in: scope), once: true
+                    UserQueries.invoiceCursorSQL(customers: customers.count),
+                    UserQueries.invoiceCursorArguments(startingAfter, of: customers, in: scope), once: true
                 ) { row in cursor = (row.int64(0) ?? 0, startingAfter) }
                 guard cursor != nil else { throw UserLedgerError.unknownInvoice(startingAfter) }
             }
             var invoices: [UserInvoice] = []
             try await reader.forEachRow(
-                UserLedger.invoicesSQL(customers: customers.count, paged: cursor != nil),
-                UserLedger.invoicesArguments(of: customers, in: scope, limit: limit, after: cursor), once: true
-            ) { row in invoices.append(UserLedger.invoice(from: row)) }
+                UserQueries.invoicesSQL(customers: customers.count, paged: cursor != nil),
+                UserQueries.invoicesArguments(of: customers, in: scope, limit: limit, after: cursor), once: true
+            ) { row in invoices.append(UserQueries.invoice(from: row)) }
             return UserInvoicePage(invoices: invoices, limit: limit)
         }
     }
@@ -50,15 +50,15 @@ struct PostgresUsers: UserLedgerStore {
             for customer in customers {
                 var defaultMethod = customer.defaultPaymentMethod
                 if defaultMethod == nil {
-                    try await reader.forEachRow(UserLedger.subscriptionDefaultSQL, key + [.text(customer.id)]) { row in
+                    try await reader.forEachRow(UserQueries.subscriptionDefaultSQL, key + [.text(customer.id)]) { row in
                         defaultMethod = row.string(0)
                     }
                 }
-                try await reader.forEachRow(UserLedger.paymentMethodsSQL, key + [.text(customer.id)]) { row in
-                    methods.append(UserLedger.paymentMethod(from: row, customer: customer.id, defaultMethod: defaultMethod))
+                try await reader.forEachRow(UserQueries.paymentMethodsSQL, key + [.text(customer.id)]) { row in
+                    methods.append(UserQueries.paymentMethod(from: row, customer: customer.id, defaultMethod: defaultMethod))
                 }
             }
-            return UserLedger.sorted(methods, customers: customers.count)
+            return UserQueries.sorted(methods, customers: customers.count)
         }
     }
 
@@ -99,25 +99,25 @@ struct PostgresUsers: UserLedgerStore {
             let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
             for customer in customers {
                 let first = subscriptions.endIndex
-                try await forEachRow(UserLedger.subscriptionsSQL, key + [.text(customer.id)]) { row in
-                    UserLedger.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
+                try await forEachRow(UserQueries.subscriptionsSQL, key + [.text(customer.id)]) { row in
+                    UserQueries.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
                 }
                 guard stripeEntitlements else { continue }
-                try await forEachRow(UserLedger.entitlementsSQL, key + [.text(customer.id)]) { row in
+                try await forEachRow(UserQueries.entitlementsSQL, key + [.text(customer.id)]) { row in
                     if let lookupKey = row.string(0) { entitlements.append(lookupKey) }
                 }
             }
             // A past_due subscription's grace counts from when its unpaid invoice fell due.
             for index in subscriptions.indices where subscriptions[index].status == .pastDue {
                 guard let invoice = subscriptions[index].latestInvoice else { continue }
-                try await forEachRow(UserLedger.invoiceDueSQL, key + [.text(invoice)]) { row in
-                    if let due = UserLedger.unpaidInvoiceDueAt(row) { subscriptions[index].unpaidInvoiceDueAt = due }
+                try await forEachRow(UserQueries.invoiceDueSQL, key + [.text(invoice)]) { row in
+                    if let due = UserQueries.unpaidInvoiceDueAt(row) { subscriptions[index].unpaidInvoiceDueAt = due }
                 }
             }
             var appStore: [AppStoreSubscriptionRecord] = []
             if scope.account.isEmpty {
-                try await forEachRow(AppStoreLedgerReads.subscriptionsSQL(livemode: scope.livemode), [.text(user)]) { row in
-                    if let record = AppStoreLedgerReads.record(from: row) { appStore.append(record) }
+                try await forEachRow(AppStoreLedgerRows.subscriptionsSQL(livemode: scope.livemode), [.text(user)]) { row in
+                    if let record = AppStoreLedgerRows.record(from: row) { appStore.append(record) }
                 }
             }
             return UserBilling(
@@ -126,8 +126,8 @@ struct PostgresUsers: UserLedgerStore {
         }
 
         func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {
-            var list = UserLedger.CustomerList()
-            try await forEachRow(UserLedger.customersSQL, UserLedger.customersArguments(of: user, in: scope)) { list.add($0) }
+            var list = UserQueries.CustomerList()
+            try await forEachRow(UserQueries.customersSQL, UserQueries.customersArguments(of: user, in: scope)) { list.add($0) }
             return list.customers
         }
     }

@@ -1,0 +1,128 @@
+import BillingCore
+import Foundation
+
+/// The outcome of decoding one delivery or stored event, computed outside the write
+/// transaction: what either backend's applier writes (or why it cannot).
+enum DecodedDelivery: Sendable {
+    case snapshot(LedgerSnapshot)
+    case appStore(AppStoreDelivery)
+    /// A refund of a charge that paid an invoice: recorded, and announced to the app.
+    case refund(Charge)
+    case recordOnly
+    case ignored
+    case failure(String)
+}
+
+extension DecodedDelivery {
+    /// Decodes a batch on as many cores as there are, keeping its order.
+    static func decodeConcurrently(_ events: [DueEvent]) async -> [DecodedDelivery] {
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, events.count / 64))
+        if parts <= 1 { return events.map(decode) }
+        let size = (events.count + parts - 1) / parts
+        return await withTaskGroup(of: (Int, [DecodedDelivery]).self) { group in
+            for part in 0..<parts {
+                let slice = events[min(part * size, events.count)..<min((part + 1) * size, events.count)]
+                group.addTask { (part, slice.map(decode)) }
+            }
+            var results = Array(repeating: [DecodedDelivery](), count: parts)
+            for await (part, decoded) in group { results[part] = decoded }
+            return results.flatMap { $0 }
+        }
+    }
+
+    private static func decode(_ event: DueEvent) -> DecodedDelivery {
+        decode(source: event.source, type: event.type, eventID: event.eventID, created: event.created, body: event.body)
+    }
+
+    /// Decodes a stored or arriving event: routes its type, and decodes the object the ledger keeps.
+    static func decode(source: InboxSource, type: String, eventID: String, created: Int64, body: [UInt8]) -> DecodedDelivery {
+        if source.isAppStore { return decodeAppStore(source: source, type: type, body: body) }
+        let route = EventRoute(eventType: type)
+        let kind: LedgerObjectKind
+        let deletion: Bool
+        switch route {
+        case .ignored: return .ignored
+        case .recordOnly: return .recordOnly
+        case .refund: return decodeRefund(body: body)
+        case .snapshot(let routed): (kind, deletion) = (routed, false)
+        case .deletion(let routed): (kind, deletion) = (routed, true)
+        }
+        guard let object = RawObjectLocator.object(in: body) else {
+            return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
+        }
+        do {
+            return .snapshot(
+                try LedgerSnapshot.decode(
+                    kind: kind, deletion: deletion, eventType: type, eventID: eventID, eventCreated: created, objectJSON: object))
+        } catch {
+            return .failure(error.description)
+        }
+    }
+
+    /// A refunded charge. Only a charge that paid an invoice of a customer can be a
+    /// subscription's payment; any other (a one-off payment, or an API version whose charges no
+    /// longer name their invoice) is only recorded.
+    private static func decodeRefund(body: [UInt8]) -> DecodedDelivery {
+        guard let object = RawObjectLocator.object(in: body) else {
+            return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
+        }
+        do {
+            let charge = try JSONDecoder().decode(Charge.self, fromUntrusted: object)
+            guard charge.invoice != nil, charge.customer != nil else { return .recordOnly }
+            return .refund(charge)
+        } catch {
+            return .failure("data.object is not a valid charge: \(LedgerSnapshot.describe(error))")
+        }
+    }
+
+    /// An App Store row: a notification (types billingd does not apply are ignored) or a
+    /// transaction the app forwarded. Both were verified before they were stored.
+    private static func decodeAppStore(source: InboxSource, type: String, body: [UInt8]) -> DecodedDelivery {
+        do {
+            switch source {
+            case .appStoreApp:
+                return .appStore(.app(try AppStoreAppTransaction(body: body)))
+            case .appStoreAPI:
+                return .appStore(.server(try AppStoreServerSnapshot(body: body)))
+            default:
+                guard AppStoreDelivery.appliedNotificationTypes.contains(type) else { return .ignored }
+                return .appStore(.notification(try AppStoreNotification(storedBody: body)))
+            }
+        } catch {
+            return .failure(error.description)
+        }
+    }
+}
+
+extension PreparedDelivery {
+    /// A delivery decoded for a group commit, on the caller's task, for either backend.
+    init(_ delivery: InboxDelivery) {
+        let envelope = delivery.envelope
+        self.init(
+            delivery: delivery,
+            decoded: DecodedDelivery.decode(
+                source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: delivery.body))
+    }
+}
+
+extension AppStoreDelivery {
+    /// The inbox account of an App Store environment (see `registerAppStoreMigrations`).
+    static func inboxAccount(_ environment: String) -> String { "appstore:" + environment }
+
+    /// The App Store environment of an inbox row: its account is `appstore:<environment>`.
+    static func environment(inboxAccount account: String) -> String {
+        account.hasPrefix("appstore:") ? String(account.dropFirst("appstore:".count)) : account
+    }
+}
+
+extension OutboxTouches {
+    /// Notes the users whose view a decoded event that changed the ledger may have changed.
+    mutating func add(_ decoded: DecodedDelivery, account: String, livemode: Bool) {
+        switch decoded {
+        case .snapshot(let snapshot): add(snapshot, account: account, livemode: livemode)
+        case .appStore(let delivery): add(delivery, environment: AppStoreDelivery.environment(inboxAccount: account))
+        case .refund(let charge): add(charge, account: account, livemode: livemode)
+        case .recordOnly, .ignored, .failure: break
+        }
+    }
+}

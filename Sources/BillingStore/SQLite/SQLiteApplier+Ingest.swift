@@ -1,0 +1,68 @@
+import BillingCore
+import GRDB
+
+extension SQLiteApplier {
+    /// Decodes a delivery for ``ingest(_:now:)`` on the caller's task: the decoding of
+    /// concurrent deliveries then runs on every core, and the one writer only writes.
+    public func prepare(_ delivery: InboxDelivery) -> PreparedDelivery {
+        PreparedDelivery(delivery)
+    }
+
+    /// Stores deliveries and applies each new one in the same transaction, so that a delivery
+    /// is applied by the time it is acknowledged, its inbox row is written once, in its final
+    /// state, and one fsync covers both. Order does not matter: the version guard gives the
+    /// same ledger in any order, so a new delivery may overtake older ones still queued.
+    ///
+    /// A delivery that did not decode is stored `pending`, for the applier to retry with
+    /// backoff. If a ledger write fails, the whole batch is stored `pending` instead, and the
+    /// applier isolates the bad event.
+    public func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
+        do {
+            return try await database.writer.write { db in try storeApplying(batch, now: now, db: db) }
+        } catch {
+            let outcomes = try await database.writer.write { db in
+                try SQLiteInbox.insert(batch.map(\.delivery), status: .pending, db: db)
+            }
+            return IngestResult(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
+        }
+    }
+
+    private func storeApplying(_ batch: [PreparedDelivery], now: Int64, db: Database) throws -> IngestResult {
+        var ingested = IngestResult()
+        ingested.outcomes.reserveCapacity(batch.count)
+        var touches = OutboxTouches()
+        for prepared in batch {
+            let delivery = prepared.delivery
+            let envelope = delivery.envelope
+            // A duplicate is neither applied again nor stored.
+            if try SQLiteInbox.contains(delivery, db: db) {
+                ingested.outcomes.append(.duplicate)
+                continue
+            }
+            let status: InboxStatus
+            var effect: ApplyEffect?
+            switch prepared.decoded {
+            case .failure:
+                ingested.outcomes.append(try SQLiteInbox.insert(delivery, status: .pending, effect: nil, processedAt: nil, db: db))
+                ingested.queued += 1
+                continue
+            case .ignored:
+                status = .ignored
+                ingested.pass.ignored += 1
+            case .recordOnly, .refund, .snapshot, .appStore:
+                let applied = try Self.applyToLedger(
+                    prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode, db: db)
+                (status, effect) = (.applied, applied)
+                if applied != .stale, database.outbox != nil {
+                    touches.add(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode)
+                }
+                if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
+            }
+            ingested.pass.processed += 1
+            countVersion(envelope.apiVersion, in: &ingested.pass)
+            ingested.outcomes.append(try SQLiteInbox.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
+        }
+        if let policy = database.outbox { try SQLiteOutbox.announce(touches, policy: policy, now: now, db: db) }
+        return ingested
+    }
+}

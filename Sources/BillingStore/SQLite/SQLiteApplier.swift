@@ -1,0 +1,141 @@
+import BillingCore
+import Foundation
+import GRDB
+
+/// Applies the inbox to the ledger under the version guard: new deliveries in the group commit
+/// that stores them (``ingest(_:now:)``), and what is left queued in commit order (``drain``):
+/// each due event is decoded, routed and applied, and its inbox row records the outcome. A
+/// failing event is retried with exponential backoff and ends `dead` after a bounded number of
+/// tries, without holding back the events behind it.
+public struct SQLiteApplier: EventApplier {
+    let database: SQLiteDatabase
+    public let configuration: ApplierConfiguration
+
+    public init(database: SQLiteDatabase, configuration: ApplierConfiguration = .init()) {
+        self.database = database
+        self.configuration = configuration
+    }
+
+    /// Applies every due event, batch after batch, until none is left. `now` is Unix ms.
+    ///
+    /// Pipelined: while one batch is written (on GRDB's writer), the next is read and decoded
+    /// on the other cores. A cursor on `seq` keeps the next read from seeing the batch in flight.
+    @discardableResult
+    public func drain(
+        now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        progress: @Sendable (ApplyPass) -> Void = { _ in }
+    ) async throws -> ApplyPass {
+        var total = ApplyPass()
+        var batch = try await fetchDue(now: now(), after: 0)
+        var decoded = await DecodedDelivery.decodeConcurrently(batch)
+        while !batch.isEmpty {
+            let (current, currentDecoded, time) = (batch, decoded, now())
+            async let written = write(current, decoded: currentDecoded, now: time)
+            if current.count == configuration.batchSize, let last = current.last {
+                batch = try await fetchDue(now: now(), after: last.seq)
+                decoded = await DecodedDelivery.decodeConcurrently(batch)
+            } else {
+                batch = []
+            }
+            total.add(try await written)
+            progress(total)
+        }
+        return total
+    }
+
+    /// Writes one batch in one transaction. Savepoints per event cost two statements each, so
+    /// the batch is first written without them; only if a ledger write fails is it rolled back
+    /// and written again with each event in its own savepoint, so one bad event fails alone.
+    private func write(_ due: [DueEvent], decoded: [DecodedDelivery], now: Int64) async throws -> ApplyPass {
+        do {
+            return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: false, db: db) }
+        } catch {
+            return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: true, db: db) }
+        }
+    }
+
+    /// Reads up to one batch of due events after a position in the inbox.
+    private func fetchDue(now: Int64, after seq: Int64) async throws -> [DueEvent] {
+        try await SQLiteInbox(database: database).due(now: now, after: seq, limit: configuration.batchSize)
+    }
+
+    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
+    static func applyToLedger(_ decoded: DecodedDelivery, eventID: String, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
+        switch decoded {
+        case .snapshot(let snapshot):
+            let effect = try SQLiteLedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db)
+            try SQLiteLedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
+            return effect
+        case .appStore(let delivery):
+            return try SQLiteAppStoreWriter.apply(
+                delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID, db: db)
+        case .recordOnly, .refund:
+            return .recorded
+        case .ignored, .failure:
+            return .unchanged
+        }
+    }
+
+    /// Counts an event of another API version than the configured one.
+    func countVersion(_ version: String?, in pass: inout ApplyPass) {
+        configuration.countVersion(version, in: &pass)
+    }
+
+    private func apply(due: [DueEvent], decoded: [DecodedDelivery], now: Int64, isolated: Bool, db: Database) throws -> ApplyPass {
+        var pass = ApplyPass()
+        var touches = OutboxTouches()
+        for (event, outcome) in zip(due, decoded) {
+            pass.processed += 1
+            countVersion(event.apiVersion, in: &pass)
+            var failure: String?
+            switch outcome {
+            case .ignored:
+                try SQLiteInbox.recordDone(seq: event.seq, status: .ignored, effect: nil, at: now, db: db)
+                pass.ignored += 1
+            case .recordOnly:
+                try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
+                pass.applied += 1
+            case .refund:
+                try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
+                pass.applied += 1
+                if database.outbox != nil { touches.add(outcome, account: event.account, livemode: event.livemode) }
+            case .snapshot, .appStore:
+                do {
+                    var effect = ApplyEffect.unchanged
+                    if isolated {
+                        try db.inSavepoint {
+                            effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
+                            return .commit
+                        }
+                    } else {
+                        effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
+                    }
+                    try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: effect, at: now, db: db)
+                    if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }
+                    if effect != .stale, database.outbox != nil {
+                        touches.add(outcome, account: event.account, livemode: event.livemode)
+                    }
+                } catch {
+                    // Without savepoints the transaction cannot continue: let the caller retry
+                    // the batch with each event isolated.
+                    guard isolated else { throw error }
+                    failure = "ledger write failed: \(error)"
+                }
+            case .failure(let reason):
+                failure = reason
+            }
+            if let failure {
+                let (attempts, retryAt) = configuration.failure(afterAttempts: event.attempts, now: now)
+                try SQLiteInbox.recordFailure(seq: event.seq, attempts: attempts, error: failure, retryAt: retryAt, at: now, db: db)
+                if retryAt == nil { pass.dead += 1 } else { pass.failed += 1 }
+            }
+        }
+        if let policy = database.outbox { try SQLiteOutbox.announce(touches, policy: policy, now: now, db: db) }
+        return pass
+    }
+
+    /// Exponential backoff with ±20 % jitter, capped.
+    func retryDelayMilliseconds(afterAttempt attempt: Int) -> Int64 {
+        configuration.retryDelayMilliseconds(afterAttempt: attempt)
+    }
+}
