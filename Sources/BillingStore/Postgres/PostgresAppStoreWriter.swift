@@ -12,31 +12,29 @@ enum PostgresAppStoreWriter {
     static func apply(
         _ delivery: AppStoreDelivery, environment: String, sourceID: String, connection: PostgresConnection, logger: Logger
     ) async throws -> ApplyEffect {
-        guard let original = delivery.originalTransactionID else { return .recorded }
+        guard let plan = AppStoreApplyPlan(delivery) else { return .recorded }
+        let original = plan.originalTransactionID
         let writer = Statements(environment: environment, sourceID: sourceID, connection: connection, logger: logger)
         try await PostgresObjectLock.lock(
             [PostgresObjectLock.key(appStoreEnvironment: environment, originalTransactionID: original)], connection, logger)
         var changed = false
-        switch delivery {
-        case .notification(let notification):
-            if let transaction = notification.transaction {
-                changed = try await writer.upsert(transaction, reversal: notification.notificationType == "REFUND_REVERSED") || changed
+        for step in plan.steps {
+            switch step {
+            case .transaction(let transaction, let reversal):
+                changed = try await writer.upsert(transaction, reversal: reversal) || changed
+            case .renewal(let renewal):
+                changed = try await writer.upsert(renewal) || changed
+            case .notification(let notification):
+                changed = try await writer.record(notification, original: original) || changed
+            case .refreshSubscription:
+                try await writer.refreshSubscription(original: original)
+            case .tie(let user, let rule):
+                _ = try await writer.tie(original: original, user: user, rule: rule)
+            case .tieByAccountToken:
+                try await writer.run(AppStoreLedgerRows.tieByAccountTokenSQL, [.text(environment), .text(original)])
             }
-            if let renewal = notification.renewalInfo { changed = try await writer.upsert(renewal) || changed }
-            changed = try await writer.record(notification, original: original) || changed
-        case .app(let report):
-            changed = try await writer.upsert(report.transaction, reversal: false)
-        case .server(let snapshot):
-            changed = try await writer.upsert(snapshot.transaction, reversal: false)
-            if let renewal = snapshot.renewalInfo { changed = try await writer.upsert(renewal) || changed }
         }
-        try await writer.refreshSubscription(original: original)
-        if case .app(let report) = delivery {
-            _ = try await writer.tie(original: original, user: report.user, rule: report.ownership)
-        } else {
-            try await writer.run(AppStoreLedgerRows.tieByAccountTokenSQL, [.text(environment), .text(original)])
-        }
-        return changed ? .applied : .stale
+        return AppStoreApplyPlan.effect(changed: changed)
     }
 
     /// The statements of one delivery's application.

@@ -77,9 +77,9 @@ package struct PostgresApplier: EventApplier {
         }
         try await PostgresObjectLock.lock(keys, connection, logger)
 
-        var ingested = IngestResult()
-        ingested.outcomes.reserveCapacity(batch.count)
-        var touches = OutboxTouches()
+        var outcomes: [InboxInsertOutcome] = []
+        outcomes.reserveCapacity(batch.count)
+        var tally = ApplyTally(configuration: configuration, announces: outbox != nil)
         // A duplicate, of a stored event or of one earlier in the batch, is neither applied
         // again nor stored.
         let stored = try await PostgresInbox.stored(batch.map(\.delivery), connection: connection, logger: logger)
@@ -91,45 +91,36 @@ package struct PostgresApplier: EventApplier {
             let envelope = delivery.envelope
             let key = PostgresInbox.EventKey(delivery)
             if stored.contains(key) || !seen.insert(key).inserted {
-                ingested.outcomes.append(.duplicate)
+                outcomes.append(.duplicate)
                 continue
             }
             let status: InboxStatus
             var effect: ApplyEffect?
             var processedAt: Int64? = now
-            switch prepared.decoded {
-            case .failure:
+            switch tally.ingest(prepared.decoded, apiVersion: envelope.apiVersion) {
+            case .fail:
                 (status, processedAt) = (.pending, nil)
-                ingested.queued += 1
-            case .ignored:
+            case .ignore:
                 status = .ignored
-                ingested.pass.ignored += 1
-            case .recordOnly, .refund, .snapshot, .appStore:
+            case .write:
+                let account = envelope.account ?? ""
                 let applied = try await applyToLedger(
-                    prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode,
-                    connection: connection)
+                    prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, connection: connection)
+                tally.written(applied, prepared.decoded, account: account, livemode: envelope.livemode)
                 (status, effect) = (.applied, applied)
-                if applied != .stale, outbox != nil {
-                    touches.add(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode)
-                }
-                if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
-            }
-            if processedAt != nil {
-                ingested.pass.processed += 1
-                configuration.countVersion(envelope.apiVersion, in: &ingested.pass)
             }
             rows.append(PostgresInbox.FinalRow(delivery: delivery, status: status, effect: effect, processedAt: processedAt))
-            rowOutcome.append(ingested.outcomes.count)
-            ingested.outcomes.append(.duplicate)
+            rowOutcome.append(outcomes.count)
+            outcomes.append(.duplicate)
         }
         // The inbox rows in two statements for the whole group, positions in arrival order.
         let positions = try await PostgresInbox.insertFinal(rows, connection: connection, logger: logger)
         for (index, seq) in zip(rowOutcome, positions) {
             guard let seq else { throw StoredMeanwhile() }
-            ingested.outcomes[index] = .stored(seq: seq)
+            outcomes[index] = .stored(seq: seq)
         }
-        if let outbox { try await PostgresOutbox.announce(touches, policy: outbox, now: now, connection: connection, logger: logger) }
-        return ingested
+        if let outbox { try await PostgresOutbox.announce(tally.touches, policy: outbox, now: now, connection: connection, logger: logger) }
+        return IngestResult(outcomes: outcomes, pass: tally.pass, queued: tally.queued)
     }
 
     /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
@@ -218,26 +209,13 @@ package struct PostgresApplier: EventApplier {
         let work = zip(claimed, decoded).filter { held.contains($0.0.seq) }
         try await PostgresObjectLock.lock(
             work.compactMap { PostgresObjectLock.key($0.1, account: $0.0.account, livemode: $0.0.livemode) }, connection, logger)
-        var result = ApplyPass()
-        var touches = OutboxTouches()
+        var tally = ApplyTally(configuration: configuration, announces: outbox != nil)
         for (event, outcome) in work {
-            result.processed += 1
-            configuration.countVersion(event.apiVersion, in: &result)
             var failure: String?
-            switch outcome {
-            case .ignored:
+            switch tally.drain(outcome, apiVersion: event.apiVersion) {
+            case .ignore:
                 try await PostgresInbox.recordDone(seq: event.seq, status: .ignored, effect: nil, at: now, connection: connection, logger: logger)
-                result.ignored += 1
-            case .recordOnly:
-                try await PostgresInbox.recordDone(
-                    seq: event.seq, status: .applied, effect: .recorded, at: now, connection: connection, logger: logger)
-                result.applied += 1
-            case .refund:
-                try await PostgresInbox.recordDone(
-                    seq: event.seq, status: .applied, effect: .recorded, at: now, connection: connection, logger: logger)
-                result.applied += 1
-                if outbox != nil { touches.add(outcome, account: event.account, livemode: event.livemode) }
-            case .snapshot, .appStore:
+            case .write:
                 do {
                     if isolated { try await connection.query("SAVEPOINT event", logger: logger) }
                     let effect = try await applyToLedger(
@@ -245,10 +223,7 @@ package struct PostgresApplier: EventApplier {
                     if isolated { try await connection.query("RELEASE SAVEPOINT event", logger: logger) }
                     try await PostgresInbox.recordDone(
                         seq: event.seq, status: .applied, effect: effect, at: now, connection: connection, logger: logger)
-                    if effect == .stale { result.stale += 1 } else { result.applied += 1 }
-                    if effect != .stale, outbox != nil {
-                        touches.add(outcome, account: event.account, livemode: event.livemode)
-                    }
+                    tally.written(effect, outcome, account: event.account, livemode: event.livemode)
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
                     // the batch with each event isolated.
@@ -257,17 +232,16 @@ package struct PostgresApplier: EventApplier {
                     try await connection.query("RELEASE SAVEPOINT event", logger: logger)
                     failure = "ledger write failed: \(PostgresStoreError.reason(error))"
                 }
-            case .failure(let reason):
+            case .fail(let reason):
                 failure = reason
             }
             if let failure {
-                let (attempts, retryAt) = configuration.failure(afterAttempts: event.attempts, now: now)
+                let (attempts, retryAt) = tally.failed(afterAttempts: event.attempts, now: now)
                 try await PostgresInbox.recordFailure(
                     seq: event.seq, attempts: attempts, error: failure, retryAt: retryAt, at: now, connection: connection, logger: logger)
-                if retryAt == nil { result.dead += 1 } else { result.failed += 1 }
             }
         }
-        if let outbox { try await PostgresOutbox.announce(touches, policy: outbox, now: now, connection: connection, logger: logger) }
-        return result
+        if let outbox { try await PostgresOutbox.announce(tally.touches, policy: outbox, now: now, connection: connection, logger: logger) }
+        return tally.pass
     }
 }

@@ -104,17 +104,6 @@ enum PostgresObjectLock {
     }
 }
 
-extension AppStoreDelivery {
-    /// The purchase (original transaction) a delivery is about; nil for a notification about none.
-    var originalTransactionID: String? {
-        switch self {
-        case .notification(let notification): notification.originalTransactionID
-        case .app(let report): report.transaction.originalTransactionID
-        case .server(let snapshot): snapshot.transaction.originalTransactionID
-        }
-    }
-}
-
 extension PostgresBindings {
     /// Binds a ledger value in its PostgreSQL type (a boolean as a boolean, a blob as bytea).
     mutating func append(_ value: LedgerValue) {

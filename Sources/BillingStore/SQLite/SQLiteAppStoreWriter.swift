@@ -8,38 +8,26 @@ import GRDB
 enum SQLiteAppStoreWriter {
     /// Applies one delivery; `sourceID` is its inbox event id (the tie-breaker of equal dates).
     static func apply(_ delivery: AppStoreDelivery, environment: String, sourceID: String, db: Database) throws -> ApplyEffect {
-        switch delivery {
-        case .notification(let notification):
-            guard let original = notification.originalTransactionID else { return .recorded }
-            var changed = false
-            if let transaction = notification.transaction {
-                changed = try upsert(transaction, environment: environment, sourceID: sourceID, reversal: notification.notificationType == "REFUND_REVERSED", db: db) || changed
-            }
-            if let renewal = notification.renewalInfo {
+        guard let plan = AppStoreApplyPlan(delivery) else { return .recorded }
+        let original = plan.originalTransactionID
+        var changed = false
+        for step in plan.steps {
+            switch step {
+            case .transaction(let transaction, let reversal):
+                changed = try upsert(transaction, environment: environment, sourceID: sourceID, reversal: reversal, db: db) || changed
+            case .renewal(let renewal):
                 changed = try upsert(renewal, environment: environment, sourceID: sourceID, db: db) || changed
+            case .notification(let notification):
+                changed = try record(notification, original: original, environment: environment, db: db) || changed
+            case .refreshSubscription:
+                try refreshSubscription(environment: environment, original: original, db: db)
+            case .tie(let user, let rule):
+                _ = try tie(environment: environment, original: original, user: user, rule: rule, sourceID: sourceID, db: db)
+            case .tieByAccountToken:
+                try tieByAccountToken(environment: environment, original: original, db: db)
             }
-            changed = try record(notification, original: original, environment: environment, db: db) || changed
-            try refreshSubscription(environment: environment, original: original, db: db)
-            try tieByAccountToken(environment: environment, original: original, db: db)
-            return changed ? .applied : .stale
-        case .app(let report):
-            let transaction = report.transaction
-            let changed = try upsert(transaction, environment: environment, sourceID: sourceID, reversal: false, db: db)
-            try refreshSubscription(environment: environment, original: transaction.originalTransactionID, db: db)
-            _ = try tie(
-                environment: environment, original: transaction.originalTransactionID, user: report.user, rule: report.ownership,
-                sourceID: sourceID, db: db)
-            return changed ? .applied : .stale
-        case .server(let snapshot):
-            let original = snapshot.transaction.originalTransactionID
-            var changed = try upsert(snapshot.transaction, environment: environment, sourceID: sourceID, reversal: false, db: db)
-            if let renewal = snapshot.renewalInfo {
-                changed = try upsert(renewal, environment: environment, sourceID: sourceID, db: db) || changed
-            }
-            try refreshSubscription(environment: environment, original: original, db: db)
-            try tieByAccountToken(environment: environment, original: original, db: db)
-            return changed ? .applied : .stale
         }
+        return AppStoreApplyPlan.effect(changed: changed)
     }
 
     // MARK: - Transactions (rules 1 to 3)

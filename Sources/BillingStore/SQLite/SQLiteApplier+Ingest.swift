@@ -27,42 +27,36 @@ extension SQLiteApplier {
         }
     }
 
+    /// Runs the group commit's plan (``ApplyTally``) with this backend's statements.
     private func storeApplying(_ batch: [PreparedDelivery], now: Int64, db: Database) throws -> IngestResult {
-        var ingested = IngestResult()
-        ingested.outcomes.reserveCapacity(batch.count)
-        var touches = OutboxTouches()
+        var outcomes: [InboxInsertOutcome] = []
+        outcomes.reserveCapacity(batch.count)
+        var tally = ApplyTally(configuration: configuration, announces: database.outbox != nil)
         for prepared in batch {
             let delivery = prepared.delivery
             let envelope = delivery.envelope
             // A duplicate is neither applied again nor stored.
             if try SQLiteInbox.contains(delivery, db: db) {
-                ingested.outcomes.append(.duplicate)
+                outcomes.append(.duplicate)
                 continue
             }
             let status: InboxStatus
             var effect: ApplyEffect?
-            switch prepared.decoded {
-            case .failure:
-                ingested.outcomes.append(try SQLiteInbox.insert(delivery, status: .pending, effect: nil, processedAt: nil, db: db))
-                ingested.queued += 1
+            switch tally.ingest(prepared.decoded, apiVersion: envelope.apiVersion) {
+            case .fail:
+                outcomes.append(try SQLiteInbox.insert(delivery, status: .pending, effect: nil, processedAt: nil, db: db))
                 continue
-            case .ignored:
+            case .ignore:
                 status = .ignored
-                ingested.pass.ignored += 1
-            case .recordOnly, .refund, .snapshot, .appStore:
-                let applied = try Self.applyToLedger(
-                    prepared.decoded, eventID: envelope.id, account: envelope.account ?? "", livemode: envelope.livemode, db: db)
+            case .write:
+                let account = envelope.account ?? ""
+                let applied = try Self.applyToLedger(prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, db: db)
+                tally.written(applied, prepared.decoded, account: account, livemode: envelope.livemode)
                 (status, effect) = (.applied, applied)
-                if applied != .stale, database.outbox != nil {
-                    touches.add(prepared.decoded, account: envelope.account ?? "", livemode: envelope.livemode)
-                }
-                if applied == .stale { ingested.pass.stale += 1 } else { ingested.pass.applied += 1 }
             }
-            ingested.pass.processed += 1
-            countVersion(envelope.apiVersion, in: &ingested.pass)
-            ingested.outcomes.append(try SQLiteInbox.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
+            outcomes.append(try SQLiteInbox.insert(delivery, status: status, effect: effect, processedAt: now, db: db))
         }
-        if let policy = database.outbox { try SQLiteOutbox.announce(touches, policy: policy, now: now, db: db) }
-        return ingested
+        if let policy = database.outbox { try SQLiteOutbox.announce(tally.touches, policy: policy, now: now, db: db) }
+        return IngestResult(outcomes: outcomes, pass: tally.pass, queued: tally.queued)
     }
 }

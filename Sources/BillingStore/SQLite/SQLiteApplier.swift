@@ -76,30 +76,16 @@ public struct SQLiteApplier: EventApplier {
         }
     }
 
-    /// Counts an event of another API version than the configured one.
-    func countVersion(_ version: String?, in pass: inout ApplyPass) {
-        configuration.countVersion(version, in: &pass)
-    }
-
+    /// Runs the pass's plan (``ApplyTally``): the inbox rows, the ledger writes and the
+    /// announcement are this backend's statements; what each event comes to is not.
     private func apply(due: [DueEvent], decoded: [DecodedDelivery], now: Int64, isolated: Bool, db: Database) throws -> ApplyPass {
-        var pass = ApplyPass()
-        var touches = OutboxTouches()
+        var tally = ApplyTally(configuration: configuration, announces: database.outbox != nil)
         for (event, outcome) in zip(due, decoded) {
-            pass.processed += 1
-            countVersion(event.apiVersion, in: &pass)
             var failure: String?
-            switch outcome {
-            case .ignored:
+            switch tally.drain(outcome, apiVersion: event.apiVersion) {
+            case .ignore:
                 try SQLiteInbox.recordDone(seq: event.seq, status: .ignored, effect: nil, at: now, db: db)
-                pass.ignored += 1
-            case .recordOnly:
-                try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
-                pass.applied += 1
-            case .refund:
-                try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: .recorded, at: now, db: db)
-                pass.applied += 1
-                if database.outbox != nil { touches.add(outcome, account: event.account, livemode: event.livemode) }
-            case .snapshot, .appStore:
+            case .write:
                 do {
                     var effect = ApplyEffect.unchanged
                     if isolated {
@@ -111,27 +97,23 @@ public struct SQLiteApplier: EventApplier {
                         effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
                     }
                     try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: effect, at: now, db: db)
-                    if effect == .stale { pass.stale += 1 } else { pass.applied += 1 }
-                    if effect != .stale, database.outbox != nil {
-                        touches.add(outcome, account: event.account, livemode: event.livemode)
-                    }
+                    tally.written(effect, outcome, account: event.account, livemode: event.livemode)
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
                     // the batch with each event isolated.
                     guard isolated else { throw error }
                     failure = "ledger write failed: \(error)"
                 }
-            case .failure(let reason):
+            case .fail(let reason):
                 failure = reason
             }
             if let failure {
-                let (attempts, retryAt) = configuration.failure(afterAttempts: event.attempts, now: now)
+                let (attempts, retryAt) = tally.failed(afterAttempts: event.attempts, now: now)
                 try SQLiteInbox.recordFailure(seq: event.seq, attempts: attempts, error: failure, retryAt: retryAt, at: now, db: db)
-                if retryAt == nil { pass.dead += 1 } else { pass.failed += 1 }
             }
         }
-        if let policy = database.outbox { try SQLiteOutbox.announce(touches, policy: policy, now: now, db: db) }
-        return pass
+        if let policy = database.outbox { try SQLiteOutbox.announce(tally.touches, policy: policy, now: now, db: db) }
+        return tally.pass
     }
 
     /// Exponential backoff with ±20 % jitter, capped.
