@@ -108,7 +108,7 @@ struct LedgerApplyTests {
 
     @Test("invoice.deleted leaves a tombstone", arguments: StoreBackend.allCases)
     func invoiceDeleted(_ backend: StoreBackend) async throws {
-        try await withSample(backend, "invoice.deleted") { ledger in
+        try await withSample(backend, "invoice.deleted") { (ledger: LedgerUnderTest) async throws in
             #expect(try await ledger.row("invoice", id: Self.invoiceID)?.bool("vDeleted") == true)
         }
     }

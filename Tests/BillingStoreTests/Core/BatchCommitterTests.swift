@@ -1,3 +1,4 @@
+import BillingCore
 import BillingStore
 import Synchronization
 import Testing
