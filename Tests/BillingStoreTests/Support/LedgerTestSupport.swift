@@ -7,7 +7,9 @@ import Testing
 /// Builds Stripe events from the committed fixtures and runs them through the real inbox and
 /// applier.
 enum EventFactory {
+    /// The repository, four levels above this file (Tests/BillingStoreTests/Support/).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// `Fixtures/objects/<name>.json` as a mutable JSON object.
     static func object(_ name: String) -> [String: Any] {

@@ -17,6 +17,7 @@ struct ExportProcess {
     static var binaryPath: String {
         if let path = ProcessInfo.processInfo.environment["BILLINGD_BINARY"] { return path }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return root.appendingPathComponent(".build/debug/billingd").path
     }
 

@@ -6,12 +6,8 @@ import GRDB
 import Synchronization
 import Testing
 
-@Suite("Durable inbox")
+@Suite("Durable inbox, on both backends")
 struct InboxQueueTests {
-    func temporaryPath() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("billingd-store-\(UUID().uuidString).sqlite3").path
-    }
-
     func delivery(_ id: String, account: String? = nil, livemode: Bool = false) -> InboxDelivery {
         InboxDelivery(
             envelope: EventEnvelope(
@@ -19,24 +15,6 @@ struct InboxQueueTests {
                 account: account, objectID: "in_\(id)", objectType: "invoice"),
             body: Array("{\"id\":\"\(id)\",\"account\":\"\(account ?? "")\",\"livemode\":\(livemode)}".utf8), receivedAt: 1,
             source: .webhook, secretIndex: 0)
-    }
-
-    @Test("The writer runs with synchronous=FULL in WAL mode")
-    func fullDurability() throws {
-        let path = temporaryPath()
-        let database = try SQLiteDatabase.open(path: path)
-        defer { try? database.close() }
-        #expect(try database.synchronousLevel() == 2)
-        let mode = try database.writer.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
-        #expect(mode == "wal")
-    }
-
-    @Test("The PostgreSQL store's sessions commit with synchronous_commit on")
-    func postgresDurability() async throws {
-        try await PostgresTestDatabase.withStore { store in
-            let level = try await store.synchronousCommit()
-            #expect(level == "on")
-        }
     }
 
     @Test("The same event id is stored once; other accounts and modes are other keys", arguments: StoreBackend.allCases)
@@ -140,31 +118,26 @@ struct InboxQueueTests {
         }
     }
 
-    // SQLite only until the PostgreSQL applier lands: the group committer stores and applies.
-    @Test("Group commit: concurrent submissions share transactions and all get their outcome")
-    func groupCommit() async throws {
-        let database = try SQLiteDatabase.open(path: temporaryPath())
-        defer { try? database.close() }
-        let commits = CommitCounter()
-        let committer = GroupCommitter(applier: SQLiteApplier(database: database), didCommit: { ingested in commits.add(ingested.outcomes.count { $0 != .duplicate }) })
-        let outcomes = try await withThrowingTaskGroup(of: InboxInsertOutcome.self) { group in
-            for index in 0..<500 {
-                group.addTask { try await committer.submit(self.delivery("evt_\(index % 400)")) }
+    @Test("Group commit: concurrent submissions share transactions and all get their outcome", arguments: StoreBackend.allCases)
+    func groupCommit(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let commits = CommitCounter()
+            let committer = GroupCommitter(
+                applier: ledger.applier, didCommit: { ingested in commits.add(ingested.outcomes.count { $0 != .duplicate }) })
+            let outcomes = try await withThrowingTaskGroup(of: InboxInsertOutcome.self) { group in
+                for index in 0..<500 {
+                    group.addTask { try await committer.submit(self.delivery("evt_\(index % 400)")) }
+                }
+                var all: [InboxInsertOutcome] = []
+                for try await outcome in group { all.append(outcome) }
+                return all
             }
-            var all: [InboxInsertOutcome] = []
-            for try await outcome in group { all.append(outcome) }
-            return all
+            #expect(outcomes.count == 500)
+            #expect(outcomes.filter { $0 == .duplicate }.count == 100)
+            #expect(try await ledger.inbox.count() == 400)
+            #expect(commits.total == 400)
+            #expect(commits.calls < 500, "deliveries shared commits")
         }
-        #expect(outcomes.count == 500)
-        #expect(outcomes.filter { $0 == .duplicate }.count == 100)
-        #expect(try await SQLiteInbox(database: database).count() == 400)
-        #expect(commits.total == 400)
-        #expect(commits.calls < 500, "deliveries shared commits")
-    }
-
-    @Test("A database in a missing directory gives an error that says what to do")
-    func missingDirectory() {
-        #expect(throws: LedgerDatabaseError.self) { try SQLiteDatabase.open(path: "/nonexistent-dir-\(UUID())/x.sqlite3") }
     }
 }
 

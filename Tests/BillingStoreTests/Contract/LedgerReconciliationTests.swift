@@ -203,55 +203,60 @@ struct LedgerReconciliationTests {
     }
 }
 
-@Suite("Reconcile leases, runs and the events cursor")
+@Suite("Reconcile leases, runs and the events cursor, on both backends")
 struct ReconcileRunsTests {
-    @Test("A second holder is refused while the lease is live, and gets it once expired")
-    func lease() async throws {
-        let ledger = try TestLedger()
-        let runs = SQLiteReconcileRuns(database: ledger.database)
-        try await runs.acquire("reconcile", holder: "a:1", ttl: 120, now: 1000)
-        await #expect(throws: LeaseHeld.self) {
-            try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1100)
+    @Test("A second holder is refused while the lease is live, and gets it once expired", arguments: StoreBackend.allCases)
+    func lease(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let runs = ledger.store.reconcileRuns
+            try await runs.acquire("reconcile", holder: "a:1", ttl: 120, now: 1000)
+            await #expect(throws: LeaseHeld.self) {
+                try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1100)
+            }
+            try await runs.renew("reconcile", holder: "a:1", ttl: 120, now: 1100)
+            await #expect(throws: LeaseHeld.self) {
+                try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1200)
+            }
+            // a:1 died without releasing: its lease runs out.
+            try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1221)
+            await #expect(throws: LeaseHeld.self) {
+                try await runs.renew("reconcile", holder: "a:1", ttl: 120, now: 1222)
+            }
+            try await runs.release("reconcile", holder: "b:2")
+            try await runs.acquire("reconcile", holder: "c:3", ttl: 120, now: 1223)
         }
-        try await runs.renew("reconcile", holder: "a:1", ttl: 120, now: 1100)
-        await #expect(throws: LeaseHeld.self) {
-            try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1200)
-        }
-        // a:1 died without releasing: its lease runs out.
-        try await runs.acquire("reconcile", holder: "b:2", ttl: 120, now: 1221)
-        await #expect(throws: LeaseHeld.self) {
-            try await runs.renew("reconcile", holder: "a:1", ttl: 120, now: 1222)
-        }
-        try await runs.release("reconcile", holder: "b:2")
-        try await runs.acquire("reconcile", holder: "c:3", ttl: 120, now: 1223)
     }
 
-    @Test("Runs are recorded; a run left running by a dead holder is marked interrupted")
-    func runs() async throws {
-        let ledger = try TestLedger()
-        let runs = SQLiteReconcileRuns(database: ledger.database)
-        let first = try await runs.start(mode: "full", holder: "a:1", dryRun: false, now: 100)
-        try await runs.finish(first, outcome: .completed, totals: .init(drift: 3, repaired: 2, recoveredEvents: 1, objects: 50), error: nil, report: Data("{}".utf8), now: 160)
-        _ = try await runs.start(mode: "full", holder: "a:2", dryRun: false, now: 200)
-        try await runs.markAbandoned(leaseName: "reconcile", now: 300)
-        let latest = try await runs.latest(mode: "full")
-        #expect(latest.completed?.id == first)
-        #expect(latest.completed?.drift == 3)
-        #expect(latest.completed?.objects == 50)
-        #expect(latest.finished?.outcome == .interrupted)
-        #expect(try await runs.report(first) == Data("{}".utf8))
+    @Test("Runs are recorded with their report; a run left running by a dead holder is marked interrupted", arguments: StoreBackend.allCases)
+    func runs(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let runs = ledger.store.reconcileRuns
+            let first = try await runs.start(mode: "full", holder: "a:1", dryRun: false, now: 100)
+            try await runs.finish(
+                first, outcome: .completed, totals: .init(drift: 3, repaired: 2, recoveredEvents: 1, objects: 50), error: nil,
+                report: Data("{}".utf8), now: 160)
+            _ = try await runs.start(mode: "full", holder: "a:2", dryRun: false, now: 200)
+            try await runs.markAbandoned(leaseName: "reconcile", now: 300)
+            let latest = try await runs.latest(mode: "full")
+            #expect(latest.completed?.id == first)
+            #expect(latest.completed?.drift == 3)
+            #expect(latest.completed?.objects == 50)
+            #expect(latest.finished?.outcome == .interrupted)
+            #expect(try await ledger.rows("SELECT report FROM reconcileRun WHERE id = \(first)").first?["report"] == "{}")
+        }
     }
 
-    @Test("The events cursor only moves forward, per account and mode")
-    func cursor() async throws {
-        let ledger = try TestLedger()
-        let runs = SQLiteReconcileRuns(database: ledger.database)
-        #expect(try await runs.eventCursor(account: "", livemode: false) == nil)
-        try await runs.advanceEventCursor(account: "", livemode: false, created: 500, walkedAt: 600)
-        try await runs.advanceEventCursor(account: "", livemode: false, created: 400, walkedAt: 700)
-        let cursor = try #require(try await runs.eventCursor(account: "", livemode: false))
-        #expect(cursor.created == 500)
-        #expect(cursor.walkedAt == 700)
-        #expect(try await runs.eventCursor(account: "", livemode: true) == nil)
+    @Test("The events cursor only moves forward, per account and mode", arguments: StoreBackend.allCases)
+    func cursor(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let runs = ledger.store.reconcileRuns
+            #expect(try await runs.eventCursor(account: "", livemode: false) == nil)
+            try await runs.advanceEventCursor(account: "", livemode: false, created: 500, walkedAt: 600)
+            try await runs.advanceEventCursor(account: "", livemode: false, created: 400, walkedAt: 700)
+            let cursor = try #require(try await runs.eventCursor(account: "", livemode: false))
+            #expect(cursor.created == 500)
+            #expect(cursor.walkedAt == 700)
+            #expect(try await runs.eventCursor(account: "", livemode: true) == nil)
+        }
     }
 }

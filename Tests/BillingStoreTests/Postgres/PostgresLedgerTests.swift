@@ -60,33 +60,6 @@ struct PostgresLedgerTests {
         }
     }
 
-    @Test("The service API's reads answer the same on both backends")
-    func userReadsAgree() async throws {
-        let bodies = Lifecycle.events()
-        var answers: [StoreBackend: [String]] = [:]
-        for backend in StoreBackend.allCases {
-            try await withLedger(backend) { ledger in
-                try await ledger.deliver(bodies)
-                var lines: [String] = []
-                for n in 0..<3 {
-                    let user = "user_\(n)"
-                    let billing = try await ledger.users.billing(of: user, in: .test)
-                    let page = try await ledger.users.invoices(of: user, in: .test, limit: 2, startingAfter: nil)
-                    let methods = try await ledger.users.paymentMethods(of: user, in: .test)
-                    lines += [String(describing: billing), String(describing: page), String(describing: methods)]
-                    if let first = page?.invoices.first {
-                        let next = try await ledger.users.invoices(of: user, in: .test, limit: 5, startingAfter: first.id)
-                        lines.append(String(describing: next))
-                    }
-                }
-                answers[backend] = lines
-            }
-        }
-        let sqlite = try #require(answers[.sqlite])
-        #expect(sqlite.contains { $0.contains("sub_L0") }, "the user reads find the lifecycles")
-        #expect(answers[.postgres] == sqlite)
-    }
-
     // MARK: Replicas
 
     /// Runs `body` with two stores (two replicas) on one fresh database.

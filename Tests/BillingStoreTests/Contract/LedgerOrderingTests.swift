@@ -169,43 +169,58 @@ enum Lifecycle {
     }
 }
 
-@Suite("Ordering: any delivery order gives the in-order ledger")
+@Suite("Ordering: any delivery order gives the in-order ledger, on both backends")
 struct LedgerOrderingTests {
     static let inOrder = Lifecycle.events()
 
-    /// The ledger that in-order, duplicate-free delivery gives.
-    static func referenceDump() async throws -> (String, TestLedger) {
-        let ledger = try TestLedger()
-        try await ledger.deliver(inOrder)
-        return (try await ledger.dump(), ledger)
+    /// The dump of the ledger that in-order, duplicate-free delivery gives on `backend`.
+    static func referenceDump(_ backend: StoreBackend) async throws -> String {
+        var dump = ""
+        try await withLedger(backend) { ledger in
+            try await ledger.deliver(inOrder)
+            dump = try await ledger.dump()
+        }
+        return dump
     }
 
-    @Test("In-order delivery ends in the true final state")
-    func inOrderIsTrue() async throws {
-        let (_, ledger) = try await Self.referenceDump()
-        for n in 0..<3 {
-            let subscription = try #require(try await ledger.row("subscription", id: "sub_L\(n)"))
-            #expect(subscription["status"] as String == "canceled")
-            #expect(subscription["cancelAtPeriodEnd"] as Bool == true)
-            let items = try await ledger.rows("SELECT price FROM subscriptionItem WHERE subscription = ?", ["sub_L\(n)"])
-            #expect(items.map { $0["price"] as String? } == ["price_1SmQ2bHd3QfR8sTaR5zW8nJd"])
-            #expect(try await ledger.row("invoice", id: "in_L\(n)_2")?["status"] as String? == "paid")
-            #expect(try await ledger.row("invoice", id: "in_L\(n)_2")?["amountPaid"] as Int64? == 1944)
-            let method = try #require(try await ledger.row("paymentMethod", id: "pm_L\(n)"))
-            #expect(method["customer"] as String? == nil)
-            #expect(method["expYear"] as Int64? == 2031)
-            #expect(try await ledger.rows("SELECT * FROM activeEntitlement WHERE customer = ?", ["cus_L\(n)"]).isEmpty)
-            let customer = try #require(try await ledger.row("customer", id: "cus_L\(n)"))
-            #expect(customer["vDeleted"] as Bool == (n == 2))
-            #expect(customer["needsRefetch"] as Bool == (n != 2), "same-second edits are ambiguous")
-            #expect(try await ledger.rows("SELECT * FROM userLink WHERE appUserID = ?", ["user_\(n)"]).count == 1)
+    @Test("In-order delivery ends in the true final state", arguments: StoreBackend.allCases)
+    func inOrderIsTrue(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            try await ledger.deliver(Self.inOrder)
+            for n in 0..<3 {
+                let subscription = try #require(try await ledger.row("subscription", id: "sub_L\(n)"))
+                #expect(subscription["status"] == "canceled")
+                #expect(subscription.bool("cancelAtPeriodEnd") == true)
+                let items = try await ledger.rows("SELECT price FROM subscriptionItem WHERE subscription = 'sub_L\(n)'")
+                #expect(items.map { $0["price"] } == ["price_1SmQ2bHd3QfR8sTaR5zW8nJd"])
+                #expect(try await ledger.row("invoice", id: "in_L\(n)_2")?["status"] == "paid")
+                #expect(try await ledger.row("invoice", id: "in_L\(n)_2")?.int("amountPaid") == 1944)
+                let method = try #require(try await ledger.row("paymentMethod", id: "pm_L\(n)"))
+                #expect(method["customer"] == nil)
+                #expect(method.int("expYear") == 2031)
+                #expect(try await ledger.rows("SELECT * FROM activeEntitlement WHERE customer = 'cus_L\(n)'").isEmpty)
+                let customer = try #require(try await ledger.row("customer", id: "cus_L\(n)"))
+                #expect(customer.bool("vDeleted") == (n == 2))
+                #expect(customer.bool("needsRefetch") == (n != 2), "same-second edits are ambiguous")
+                #expect(try await ledger.rows("SELECT * FROM userLink WHERE appUserID = 'user_\(n)'").count == 1)
+            }
         }
     }
 
-    @Test("1,000 seeded random orders with random duplicates end in the in-order ledger", arguments: 0..<10)
-    func randomOrders(block: Int) async throws {
-        let (reference, _) = try await Self.referenceDump()
-        for seed in (block * 100)..<(block * 100 + 100) {
+    /// Seeds per block of ``randomOrders(_:block:)``: SQLite runs 1,000 orders in memory; each
+    /// PostgreSQL order needs a database of its own, so it runs the first 5 seeds of every block.
+    static func seeds(_ backend: StoreBackend, block: Int) -> Range<Int> {
+        switch backend {
+        case .sqlite: (block * 100)..<(block * 100 + 100)
+        case .postgres: (block * 100)..<(block * 100 + 5)
+        }
+    }
+
+    @Test("Seeded random orders with random duplicates end in the in-order ledger (1,000 on SQLite, 50 on PostgreSQL)",
+        arguments: StoreBackend.allCases, 0..<10)
+    func randomOrders(_ backend: StoreBackend, block: Int) async throws {
+        let reference = try await Self.referenceDump(backend)
+        for seed in Self.seeds(backend, block: block) {
             var random = SplitMix64(seed: UInt64(seed))
             var deliveries: [[UInt8]] = []
             for body in Self.inOrder {
@@ -215,15 +230,17 @@ struct LedgerOrderingTests {
                 }
             }
             deliveries.shuffle(using: &random)
-            let ledger = try TestLedger()
-            // Deliveries arrive in bursts; the applier runs between them.
-            var index = 0
-            while index < deliveries.count {
-                let burst = Int.random(in: 1...12, using: &random)
-                try await ledger.deliver(Array(deliveries[index..<min(index + burst, deliveries.count)]))
-                index += burst
+            var dump = ""
+            try await withLedger(backend) { ledger in
+                // Deliveries arrive in bursts; the applier runs between them.
+                var index = 0
+                while index < deliveries.count {
+                    let burst = Int.random(in: 1...12, using: &random)
+                    try await ledger.deliver(Array(deliveries[index..<min(index + burst, deliveries.count)]))
+                    index += burst
+                }
+                dump = try await ledger.dump()
             }
-            let dump = try await ledger.dump()
             #expect(dump == reference, "seed \(seed) differs")
             if dump != reference { return }
         }

@@ -317,8 +317,8 @@ struct ExportTests {
         }
     }
 
-    @Test("Output is deterministic: byte-identical every time, ordered by created then id whatever the insert order")
-    func deterministic() async throws {
+    @Test("Output is deterministic: byte-identical every time, ordered by created then id whatever the insert order", arguments: StoreBackend.allCases)
+    func deterministic(_ backend: StoreBackend) async throws {
         let currencies = ["usd", "eur", "jpy"]
         var invoices: [LedgerInvoice] = []
         for index in 0..<60 {
@@ -334,19 +334,23 @@ struct ExportTests {
         let second = try ExportLedger()
         defer { second.remove() }
         try second.insert(invoices.reversed())
-        for format in InvoiceExportRequest.Format.allCases {
-            for layout in InvoiceExportRequest.Layout.allCases {
-                let request = InvoiceExportRequest(format: format, layout: layout)
-                let a = try await SQLiteInvoiceExporter(database: first.database).exportText(request)
-                let b = try await SQLiteInvoiceExporter(database: first.database).exportText(request)
-                let c = try await SQLiteInvoiceExporter(database: second.database).exportText(request)
-                #expect(a.0 == b.0 && a.0 == c.0, "\(format) \(layout)")
-                #expect(a.1 == c.1)
+        try await withExports(backend, of: first.database) { firstExports in
+            try await withExports(backend, of: second.database) { secondExports in
+                for format in InvoiceExportRequest.Format.allCases {
+                    for layout in InvoiceExportRequest.Layout.allCases {
+                        let request = InvoiceExportRequest(format: format, layout: layout)
+                        let a = try await firstExports.exportText(request)
+                        let b = try await firstExports.exportText(request)
+                        let c = try await secondExports.exportText(request)
+                        #expect(a.0 == b.0 && a.0 == c.0, "\(format) \(layout)")
+                        #expect(a.1 == c.1)
+                    }
+                }
             }
+            let rows = try jsonRows(try await firstExports.exportText(.init(format: .jsonl)).0)
+            let keys: [String] = rows.map { row in "\(row["created"] as! String) \(row["invoice_id"] as! String)" }
+            #expect(keys == keys.sorted())
         }
-        let rows = try jsonRows(try await SQLiteInvoiceExporter(database: first.database).exportText(.init(format: .jsonl)).0)
-        let keys: [String] = rows.map { row in "\(row["created"] as! String) \(row["invoice_id"] as! String)" }
-        #expect(keys == keys.sorted())
     }
 
     @Test("The paged stream of the HTTP API gives the same bytes as the one-snapshot export", arguments: StoreBackend.allCases, [1, 2, 7, 1000])
@@ -534,42 +538,40 @@ struct ExportTests {
         }
     }
 
-    @Test("Invoices applied from real Stripe events export with their customer and app user")
-    func fromRealEvents() async throws {
-        let ledger = try ExportLedger()
-        defer { ledger.remove() }
-        let inbox = SQLiteInbox(database: ledger.database)
-        var deliveries: [InboxDelivery] = []
-        for (index, type) in ["customer.created", "invoice.paid"].enumerated() {
-            let body = SampleEvent.body(
-                type: type, eventID: "evt_\(index)", created: 1_780_000_000 + Int64(index), apiVersion: StripeAPIVersion.pinned,
-                livemode: true, account: nil)
-            deliveries.append(InboxDelivery(envelope: try EventEnvelope(decoding: body), body: body, receivedAt: 0, source: .webhook, secretIndex: 0))
-        }
-        _ = try await inbox.insert(deliveries)
-        let pass = try await SQLiteApplier(database: ledger.database).drain()
-        #expect(pass.failed + pass.dead == 0)
-        let (text, summary) = try await SQLiteInvoiceExporter(database: ledger.database).exportText(.init(format: .jsonl, layout: .lines))
-        let rows = try jsonRows(text)
-        let row = try #require(rows.first)
-        #expect(row["invoice_id"] as? String == "in_1Sx4kMHd3QfR8sTa0r7GJ2uQ")
-        #expect(row["status"] as? String == "paid")
-        #expect(row["app_user_id"] as? String == "user_42")
-        #expect(row["livemode"] as? Bool == true)
-        let currency = row["currency"] as! String
-        let exponent = Currency(currency).exponent
-        #expect(DecimalAmount.parse(row["total"] as! String, exponent: exponent) == row["total_minor"] as? Int64)
-        #expect(summary.invoices == 1)
-        let lineTotal = rows.compactMap { $0["line_amount_minor"] as? Int64 }.reduce(0, +)
-        #expect(Int128(lineTotal) == summary.totals(currency)?.lineAmount)
+    @Test("Invoices applied from real Stripe events export with their customer and app user", arguments: StoreBackend.allCases)
+    func fromRealEvents(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            var deliveries: [InboxDelivery] = []
+            for (index, type) in ["customer.created", "invoice.paid"].enumerated() {
+                let body = SampleEvent.body(
+                    type: type, eventID: "evt_\(index)", created: 1_780_000_000 + Int64(index), apiVersion: StripeAPIVersion.pinned,
+                    livemode: true, account: nil)
+                deliveries.append(try EventFactory.delivery(body))
+            }
+            let pass = try await ledger.deliver(deliveries)
+            #expect(pass.failed + pass.dead == 0)
+            let exports = ledger.store.invoiceExports
+            let (text, summary) = try await exports.exportText(.init(format: .jsonl, layout: .lines))
+            let rows = try jsonRows(text)
+            let row = try #require(rows.first)
+            #expect(row["invoice_id"] as? String == "in_1Sx4kMHd3QfR8sTa0r7GJ2uQ")
+            #expect(row["status"] as? String == "paid")
+            #expect(row["app_user_id"] as? String == "user_42")
+            #expect(row["livemode"] as? Bool == true)
+            let currency = row["currency"] as! String
+            let exponent = Currency(currency).exponent
+            #expect(DecimalAmount.parse(row["total"] as! String, exponent: exponent) == row["total_minor"] as? Int64)
+            #expect(summary.invoices == 1)
+            let lineTotal = rows.compactMap { $0["line_amount_minor"] as? Int64 }.reduce(0, +)
+            #expect(Int128(lineTotal) == summary.totals(currency)?.lineAmount)
 
-        // Deleting the (draft) invoice removes it from the export.
-        let deleted = SampleEvent.body(
-            type: "invoice.deleted", eventID: "evt_deleted", created: 1_780_000_100, apiVersion: StripeAPIVersion.pinned,
-            livemode: true, account: nil)
-        _ = try await inbox.insert([InboxDelivery(envelope: try EventEnvelope(decoding: deleted), body: deleted, receivedAt: 0, source: .webhook, secretIndex: 0)])
-        _ = try await SQLiteApplier(database: ledger.database).drain()
-        #expect(try await SQLiteInvoiceExporter(database: ledger.database).exportText(.init()).1.invoices == 0)
+            // Deleting the (draft) invoice removes it from the export.
+            let deleted = SampleEvent.body(
+                type: "invoice.deleted", eventID: "evt_deleted", created: 1_780_000_100, apiVersion: StripeAPIVersion.pinned,
+                livemode: true, account: nil)
+            try await ledger.deliver([try EventFactory.delivery(deleted)])
+            #expect(try await exports.exportText(.init()).1.invoices == 0)
+        }
     }
 }
 

@@ -1,0 +1,102 @@
+import BillingCore
+import BillingStore
+import Foundation
+import Testing
+
+/// Issue 31: an existing SQLite file and an existing PostgreSQL database open and migrate without
+/// loss. The fixtures were written by main at 7da94e6 (Fixtures/ledgers/README.md).
+@Suite("A ledger written by an older billingd opens, migrates and keeps its rows, on both backends")
+struct LedgerFixtureMigrationTests {
+    typealias F = AppStoreFactory
+
+    /// Rows per table in both fixtures, as 7da94e6 wrote them.
+    static let counts: [String: Int] = [
+        "inboxEvent": 77, "inboxBody": 77, "customer": 2, "subscription": 2, "subscriptionItem": 2, "invoice": 6, "invoiceLine": 6,
+        "paymentMethod": 2, "userLink": 2, "checkoutSession": 2, "entitlementSummary": 2, "appStoreSubscription": 6,
+        "appStoreTransaction": 9, "appStoreOwner": 1, "appStoreAccountToken": 1, "usageRecord": 3, "usageTotal": 1,
+        "outboxUserState": 3, "reconcileRun": 1, "meta": 2,
+    ]
+
+    @Test("Every table keeps its row count", arguments: StoreBackend.allCases)
+    func rowCounts(_ backend: StoreBackend) async throws {
+        try await LedgerFixtures.withFixtureLedger(backend) { (ledger: LedgerUnderTest) async throws in
+            for (table, count) in Self.counts.sorted(by: { $0.key < $1.key }) {
+                #expect(try await ledger.count(table) == count, "\(table)")
+            }
+            #expect(try await ledger.store.metaValue("fixture_made_by") == LedgerFixtures.madeBy)
+        }
+    }
+
+    @Test("Stripe's customers, subscriptions, invoices, payment methods and user links keep their values", arguments: StoreBackend.allCases)
+    func stripeValues(_ backend: StoreBackend) async throws {
+        try await LedgerFixtures.withFixtureLedger(backend) { ledger in
+            for n in 0..<2 {
+                let subscription = try #require(try await ledger.row("subscription", id: "sub_L\(n)"))
+                #expect(subscription["status"] == "canceled")
+                #expect(subscription.bool("cancelAtPeriodEnd") == true)
+                #expect(subscription["customer"] == "cus_L\(n)")
+                let invoice = try #require(try await ledger.row("invoice", id: "in_L\(n)_2"))
+                #expect(invoice["status"] == "paid" && invoice.int("amountPaid") == 1944 && invoice["currency"] == "usd")
+                let method = try #require(try await ledger.row("paymentMethod", id: "pm_L\(n)"))
+                #expect(method["customer"] == nil && method.int("expYear") == 2031 && method["last4"] == "4242")
+                let customer = try #require(try await ledger.row("customer", id: "cus_L\(n)"))
+                #expect(customer["email"] == "c\(n)@example.com" && customer.bool("needsRefetch") == true)
+                let links = try await ledger.rows("SELECT customer FROM userLink WHERE appUserID = 'user_\(n)'")
+                #expect(links.map { $0["customer"] } == ["cus_L\(n)"])
+            }
+            let body = try #require(try await ledger.inbox.body(eventID: "evt_L0_1", account: nil, livemode: false))
+            let event = try EventEnvelope(decoding: body)
+            #expect(event.type == "customer.created" && event.objectID == "cus_L0", "a stored body still decodes")
+        }
+    }
+
+    @Test("The App Store's subscriptions, transactions and owners keep their values", arguments: StoreBackend.allCases)
+    func appStoreValues(_ backend: StoreBackend) async throws {
+        try await LedgerFixtures.withFixtureLedger(backend) { ledger in
+            let renewed = try #require(try await ledger.store.appStore.subscription(environment: "Sandbox", originalTransactionID: "1000"))
+            #expect(renewed.0.transactionID == "1002")
+            #expect(renewed.0.expiresDate == F.t0 + 92 * F.day)
+            let tied = try #require(try await ledger.store.appStore.subscription(environment: "Sandbox", originalTransactionID: "700"))
+            #expect(tied.owner == "user_7")
+            #expect(try await ledger.store.metaValue("appstore_account_token_namespace") != nil, "the token namespace survived")
+            let revoked = try await ledger.rows("SELECT status, revoked FROM appStoreSubscription WHERE originalTransactionID = '4000'")
+            #expect(revoked.map { "\($0["status"] ?? "") \($0.bool("revoked") ?? false)" } == ["revoked true"])
+            let refunded = try await ledger.rows("SELECT revoked FROM appStoreTransaction WHERE transactionID = '1000'")
+            #expect(refunded.map { $0.bool("revoked") } == [true])
+        }
+    }
+
+    @Test("Usage, the outbox and reconcile's runs keep their state", arguments: StoreBackend.allCases)
+    func bookkeeping(_ backend: StoreBackend) async throws {
+        try await LedgerFixtures.withFixtureLedger(backend) { ledger in
+            let used = try await ledger.store.usage.states(
+                scope: .test, user: "user_0", meters: [(LedgerFixtures.radars, LedgerFixtures.january, .count(10))])
+            #expect(used.map(\.used) == [6])
+            // The outbox kept each user's last announced view (no event was queued: no endpoint row).
+            #expect(try await ledger.count("outboxUserState") == 3)
+            let run = try #require(try await ledger.store.reconcileRuns.latest(mode: "full").completed)
+            #expect(run.holder == "fixture" && run.objects == 3 && run.drift == 1)
+        }
+    }
+
+    @Test("A known user's view is what the older billingd answered, and new deliveries still apply", arguments: StoreBackend.allCases)
+    func userViewAndNewDeliveries(_ backend: StoreBackend) async throws {
+        try await LedgerFixtures.withFixtureLedger(backend) { ledger in
+            let billing = try await ledger.users.billing(of: "user_0", in: .test)
+            let view = String(describing: billing)
+            #expect(view.contains("cus_L0") && view.contains("sub_L0") && !view.contains("cus_L1"), "\(view)")
+            let page = try #require(try await ledger.users.invoices(of: "user_0", in: .test, limit: 10, startingAfter: nil))
+            #expect(Set(page.invoices.map(\.id)) == ["in_L0_1", "in_L0_2", "in_L0_3"])
+
+            let before = try await ledger.inbox.list(.init(limit: 1000)).map(\.seq).max() ?? 0
+            var customer = EventFactory.object("customer")
+            customer["id"] = "cus_after_migration"
+            let pass = try await ledger.deliver([
+                EventFactory.event(id: "evt_after_migration", type: "customer.created", created: 1_800_000_000, object: customer)
+            ])
+            #expect(pass.applied == 1)
+            #expect(try await ledger.inbox.list(.init(eventID: "evt_after_migration")).map(\.seq).first ?? 0 > before)
+            #expect(try await ledger.value("customer", "cus_after_migration", "email") == "ada@example.com")
+        }
+    }
+}
