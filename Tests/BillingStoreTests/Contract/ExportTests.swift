@@ -444,28 +444,30 @@ struct ExportTests {
         #expect(throws: Never.self) { try InvoiceExportRequest(currency: "JPY", byteOrderMark: true).validate() }
     }
 
-    @Test("Streaming: the destination receives bounded chunks, never the whole export at once")
-    func boundedChunks() async throws {
+    @Test("Streaming: the destination receives bounded chunks, never the whole export at once", arguments: StoreBackend.allCases)
+    func boundedChunks(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.generate(count: 6000)
-        let destination = CollectingDestination()
-        let summary = try await SQLiteInvoiceExporter(database: ledger.database).export(.init(layout: .lines), to: destination)
-        #expect(summary.rows == 18_000)
-        #expect(destination.chunkSizes.count > 3)
-        #expect(destination.chunkSizes.max()! <= 256 * 1024 + 4096)
-        #expect(destination.text.components(separatedBy: "\r\n").count == 18_000 + 2)
+        try await withExports(backend, of: ledger.database) { exporter in
+            let destination = CollectingDestination()
+            let summary = try await exporter.export(.init(layout: .lines), to: destination, cancellation: nil, progress: nil)
+            #expect(summary.rows == 18_000)
+            #expect(destination.chunkSizes.count > 3)
+            #expect(destination.chunkSizes.max()! <= 256 * 1024 + 4096)
+            #expect(destination.text.components(separatedBy: "\r\n").count == 18_000 + 2)
 
-        // The paged stream of the HTTP API ends a page early once it holds that many bytes.
-        var pages: [Int] = []
-        var streamed: [UInt8] = []
-        _ = try await SQLiteInvoiceExporter(database: ledger.database).stream(.init(layout: .lines), invoicesPerPage: 100_000) { bytes in
-            pages.append(bytes.count)
-            streamed += bytes
+            // The paged stream of the HTTP API ends a page early once it holds that many bytes.
+            var pages: [Int] = []
+            var streamed: [UInt8] = []
+            _ = try await exporter.stream(.init(layout: .lines), invoicesPerPage: 100_000) { bytes in
+                pages.append(bytes.count)
+                streamed += bytes
+            }
+            #expect(streamed == destination.bytes)
+            #expect(pages.count > 3)
+            #expect(pages.max()! <= 256 * 1024 + 4096)
         }
-        #expect(streamed == destination.bytes)
-        #expect(pages.count > 3)
-        #expect(pages.max()! <= 256 * 1024 + 4096)
 
         // One invoice with thousands of lines is flushed between its rows as well.
         let huge = try ExportLedger()
@@ -474,53 +476,58 @@ struct ExportTests {
         try huge.insert([LedgerInvoice(
             id: "in_huge", subtotal: 3000 * 7, created: 1_767_225_600,
             lines: (0..<3000).map { LedgerLine(id: "il_\($0)", amount: 7, description: description) })])
-        let hugeDestination = CollectingDestination()
-        let hugeSummary = try await SQLiteInvoiceExporter(database: huge.database).export(.init(layout: .lines), to: hugeDestination)
-        #expect(hugeSummary.rows == 3000 && hugeSummary.invoices == 1)
-        #expect(hugeSummary.totals("usd")?.lineAmount == 21_000)
-        #expect(hugeDestination.chunkSizes.count > 3)
-        #expect(hugeDestination.chunkSizes.max()! <= 256 * 1024 + 4096)
-    }
-
-    @Test("Cancellation stops the export with .interrupted")
-    func cancellation() async throws {
-        let ledger = try ExportLedger()
-        defer { ledger.remove() }
-        try ledger.generate(count: 5000)
-        let cancellation = ExportCancellation()
-        cancellation.cancel()
-        await #expect(throws: InvoiceExportError.interrupted) {
-            try await SQLiteInvoiceExporter(database: ledger.database).export(.init(), to: CollectingDestination(), cancellation: cancellation)
+        try await withExports(backend, of: huge.database) { exporter in
+            let hugeDestination = CollectingDestination()
+            let hugeSummary = try await exporter.export(.init(layout: .lines), to: hugeDestination, cancellation: nil, progress: nil)
+            #expect(hugeSummary.rows == 3000 && hugeSummary.invoices == 1)
+            #expect(hugeSummary.totals("usd")?.lineAmount == 21_000)
+            #expect(hugeDestination.chunkSizes.count > 3)
+            #expect(hugeDestination.chunkSizes.max()! <= 256 * 1024 + 4096)
         }
     }
 
-    @Test("The summary JSON names the request and gives exact totals per currency")
-    func summaryJSON() async throws {
+    @Test("Cancellation stops the export with .interrupted", arguments: StoreBackend.allCases)
+    func cancellation(_ backend: StoreBackend) async throws {
+        let ledger = try ExportLedger()
+        defer { ledger.remove() }
+        try ledger.generate(count: 5000)
+        try await withExports(backend, of: ledger.database) { exporter in
+            let cancellation = ExportCancellation()
+            cancellation.cancel()
+            await #expect(throws: InvoiceExportError.interrupted) {
+                try await exporter.export(.init(), to: CollectingDestination(), cancellation: cancellation, progress: nil)
+            }
+        }
+    }
+
+    @Test("The summary JSON names the request and gives exact totals per currency", arguments: StoreBackend.allCases)
+    func summaryJSON(_ backend: StoreBackend) async throws {
         let ledger = try ExportLedger()
         defer { ledger.remove() }
         try ledger.insert([
             LedgerInvoice(id: "in_1", currency: "kwd", subtotal: 1001, created: jan1, needsRefetch: true, lines: [LedgerLine(id: "l", amount: 1001)]),
             LedgerInvoice(id: "in_2", currency: "usd", subtotal: 250, created: jan1 + 1),
         ])
-        let (_, summary) = try await SQLiteInvoiceExporter(database: ledger.database)
-            .exportText(.init(layout: .lines, createdFrom: jan1, createdBefore: feb1))
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.json.utf8)) as? [String: Any])
-        #expect(object["schema_version"] as? Int == 1)
-        #expect(object["from"] as? String == "2026-01-01T00:00:00Z")
-        #expect(object["to"] as? String == "2026-02-01T00:00:00Z")
-        #expect(object["layout"] as? String == "lines")
-        #expect(object["invoices"] as? Int == 2)
-        #expect(object["rows"] as? Int == 2)
-        #expect(object["invoices_needing_refetch"] as? Int == 1)
-        let currencies = try #require(object["currencies"] as? [[String: Any]])
-        #expect(currencies.map { $0["currency"] as? String } == ["kwd", "usd"])
-        #expect(currencies[0]["total"] as? String == "1.001")
-        #expect(currencies[0]["total_minor"] as? Int == 1001)
-        #expect(currencies[0]["line_amount"] as? String == "1.001")
-        #expect(currencies[0]["lines"] as? Int == 1)
-        #expect(currencies[1]["amount_paid"] as? String == "2.50")
-        #expect(currencies[1]["lines"] as? Int == 0)
-        #expect(summary.json.hasSuffix("}\n"))
+        try await withExports(backend, of: ledger.database) { exporter in
+            let (_, summary) = try await exporter.exportText(.init(layout: .lines, createdFrom: jan1, createdBefore: feb1))
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(summary.json.utf8)) as? [String: Any])
+            #expect(object["schema_version"] as? Int == 1)
+            #expect(object["from"] as? String == "2026-01-01T00:00:00Z")
+            #expect(object["to"] as? String == "2026-02-01T00:00:00Z")
+            #expect(object["layout"] as? String == "lines")
+            #expect(object["invoices"] as? Int == 2)
+            #expect(object["rows"] as? Int == 2)
+            #expect(object["invoices_needing_refetch"] as? Int == 1)
+            let currencies = try #require(object["currencies"] as? [[String: Any]])
+            #expect(currencies.map { $0["currency"] as? String } == ["kwd", "usd"])
+            #expect(currencies[0]["total"] as? String == "1.001")
+            #expect(currencies[0]["total_minor"] as? Int == 1001)
+            #expect(currencies[0]["line_amount"] as? String == "1.001")
+            #expect(currencies[0]["lines"] as? Int == 1)
+            #expect(currencies[1]["amount_paid"] as? String == "2.50")
+            #expect(currencies[1]["lines"] as? Int == 0)
+            #expect(summary.json.hasSuffix("}\n"))
+        }
     }
 
     @Test("JSON Lines escape control characters and line separators, and stay one object per line", arguments: StoreBackend.allCases)
