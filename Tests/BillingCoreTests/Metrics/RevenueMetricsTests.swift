@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 import Foundation
 import Testing
 
@@ -236,18 +237,5 @@ struct RevenueMetricsTests {
         #expect(throws: ExchangeRates.ParseError.self) { try ExchangeRates(reportingCurrency: "usd", csv: "2026-13-01,eur,1.1") }
         #expect(throws: ExchangeRates.ParseError.self) { try ExchangeRates(reportingCurrency: "usd", csv: "2026-01-01,eur,-1") }
         #expect(throws: ExchangeRates.ParseError.self) { try ExchangeRates(reportingCurrency: "usd", csv: "2026-01-01,euro,1.1") }
-    }
-}
-
-/// A seeded generator, so that a failing random case can be run again.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

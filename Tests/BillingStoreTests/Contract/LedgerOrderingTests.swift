@@ -1,21 +1,9 @@
 import BillingCore
+import BillingSamples
 import BillingStore
 import Foundation
 import GRDB
 import Testing
-
-/// A seeded generator, so every random order can be reproduced from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Realistic lifecycles of several customers, as the events Stripe would send, in the order
 /// Stripe created them. Many events share a second, as they do in Stripe.

@@ -1,4 +1,5 @@
 import BillingCore
+import BillingSamples
 import BillingStore
 import BillingTestSupport
 import Foundation
