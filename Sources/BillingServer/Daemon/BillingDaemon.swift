@@ -59,13 +59,13 @@ public struct BillingDaemon: Sendable {
     /// ``PlanCatalogLoadError`` for a plan catalog that does not load.
     public init(settings: Settings, store: any LedgerStore, options: Options = .init(), logger: Logger) async throws {
         // The catalog first: a catalog error must not print after the local mode banner.
-        let catalog = try settings.plansPath.map { path throws(PlanCatalogLoadError) in try PlanCatalogLoader.load(path: path) }
+        let catalog = try settings.plans.catalogPath.map { path throws(PlanCatalogLoadError) in try PlanCatalogLoader.load(path: path) }
         // Every transaction that changes the ledger keeps each touched user's announced view
         // current, even without an app webhook URL, so that turning webhooks on later announces
         // only later changes.
-        let store = store.announcing(.serviceViews(catalog: catalog ?? .freeOnly, endpoints: settings.appWebhookURLs))
+        let store = store.announcing(.serviceViews(catalog: catalog ?? .freeOnly, endpoints: settings.outbox.webhookURLs))
 
-        var secrets = settings.webhookSecrets
+        var secrets = settings.stripe.webhookSecrets
         let isLocal = secrets.isEmpty && options.local != nil
         if secrets.isEmpty {
             guard let local = options.local else {
@@ -81,7 +81,7 @@ public struct BillingDaemon: Sendable {
         let metrics = BillingMetrics()
         let inbox = store.inbox
         let applier = ApplierService(
-            applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), inbox: inbox, metrics: metrics, logger: logger)
+            applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: inbox, metrics: metrics, logger: logger)
         let sender = try Self.outboxSender(settings, store: store, metrics: metrics, logger: logger)
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look; one that queued outbound events
@@ -91,10 +91,10 @@ public struct BillingDaemon: Sendable {
             sender?.wake()
         })
         // What can fail on the settings, before anything is started.
-        var appStoreClients = try settings.appStoreClients(logger: logger)
+        var appStoreClients = try settings.appStore.clients(logger: logger)
         let localRoot = isLocal ? try await options.local?.appStoreRoot(in: store) : nil
-        let appStoreVerifier = try AppStoreSupport.verifier(settings, localRoot: localRoot)
-        let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot)
+        let appStoreVerifier = try AppStoreSupport.verifier(settings.appStore, localRoot: localRoot)
+        let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings.appStore, localRoot: localRoot)
 
         // Local mode's stand-ins first in the group, so that they stop last.
         let localStandIns = try await LocalModeParts.start(
@@ -108,8 +108,8 @@ public struct BillingDaemon: Sendable {
         if let sender { services.append(.init(service: sender)) }
         services.append(.init(service: OutboxReviewer(store: store.outbox, logger: logger, queued: { sender?.wake() })))
         let stripeObserver = StripeMetricsObserver(metrics: metrics)
-        let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
-        let livemode = settings.apiKeyIsLive ?? false
+        let stripe = settings.stripe.client(logger: logger, observer: stripeObserver)
+        let livemode = settings.stripe.apiKeyIsLive ?? false
         if let scheduler = Self.reconcileScheduler(
             settings, store: store, stripe: stripe, livemode: livemode, appStoreClients: appStoreClients, applier: applier,
             catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
@@ -133,27 +133,27 @@ public struct BillingDaemon: Sendable {
 
         var dependencies = BillingServerDependencies(
             store: store,
-            verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
-            committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
-        dependencies.metricsToken = settings.metricsToken
+            verifier: SignatureVerifier(secrets: secrets, tolerance: settings.stripe.signatureTolerance),
+            committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.serviceAPI.tokens)
+        dependencies.metricsToken = settings.metrics.token
         dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe ?? localStripe?.client(logger: logger, observer: stripeObserver)
         dependencies.appStoreVerifier = appStoreVerifier
-        dependencies.appStoreOwnership = settings.appStoreOwnership
+        dependencies.appStoreOwnership = settings.appStore.ownership
         dependencies.appStoreClients = appStoreClients
         dependencies.appStoreReceiptVerifier = appStoreReceiptVerifier
         // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
         // key) that accepts Production data answers in live mode.
-        let appStoreLive = settings.apiKey == nil && settings.appStoreBundleID != nil && settings.appStoreAppAppleID != nil
-            && settings.appStoreEnvironments.contains(.production)
-        dependencies.scope = .forAPIKey(isLive: settings.apiKeyIsLive ?? (appStoreLive ? true : nil))
+        let appStoreLive = settings.stripe.apiKey == nil && settings.appStore.bundleID != nil && settings.appStore.appAppleID != nil
+            && settings.appStore.environments.contains(.production)
+        dependencies.scope = .forAPIKey(isLive: settings.stripe.apiKeyIsLive ?? (appStoreLive ? true : nil))
         if dependencies.appStoreVerifier != nil {
             logger.notice(
                 "App Store on: POST /webhooks/appstore",
                 metadata: [
-                    "bundle_id": "\(settings.appStoreBundleID ?? AppStoreSupport.localBundleID)",
-                    "environments": "\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
-                    "ownership": "\(settings.appStoreOwnership.rawValue)",
+                    "bundle_id": "\(settings.appStore.bundleID ?? AppStoreSupport.localBundleID)",
+                    "environments": "\(settings.appStore.environments.map(\.rawValue).sorted().joined(separator: ","))",
+                    "ownership": "\(settings.appStore.ownership.rawValue)",
                     "local_pki": "\(localRoot != nil)",
                 ])
         }
@@ -161,7 +161,7 @@ public struct BillingDaemon: Sendable {
         if dependencies.plans.meters.contains(where: { $0.stripeMeter != nil }) {
             if stripe == nil {
                 logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
-            } else if settings.usageReportInterval == nil {
+            } else if settings.usage.reportInterval == nil {
                 logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
             }
         }
@@ -174,18 +174,14 @@ public struct BillingDaemon: Sendable {
         let webhookSecret = secrets[0]
         let summary = startup
         // Where this machine reaches the server: loopback when it listens on every address.
-        let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.host) ? "127.0.0.1" : settings.host
+        let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.server.host) ? "127.0.0.1" : settings.server.host
         let onListening = options.onListening
-        let limits = ConnectionLimits(
-            idleTimeout: settings.idleTimeout, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
-            minimumTransferRate: settings.minimumTransferRate, maximumConnections: settings.maximumConnections,
-            maximumConnectionsPerClient: settings.maximumConnectionsPerClient)
         let application = BillingApplication.application(
-            dependencies, host: settings.host, port: settings.port, limits: limits, logger: logger
+            dependencies, host: settings.server.host, port: settings.server.port, limits: settings.server.connectionLimits, logger: logger
         ) { channel in
-            let port = channel.localAddress?.port ?? settings.port
+            let port = channel.localAddress?.port ?? settings.server.port
             var metadata = summary.mapValues { Logger.MetadataValue.string($0) }
-            metadata["address"] = "http://\(settings.host):\(port)"
+            metadata["address"] = "http://\(settings.server.host):\(port)"
             logger.notice("billingd listening", metadata: metadata)
             await localStripe?.deliver(to: "http://\(reachableHost):\(port)/webhooks/stripe", secret: webhookSecret)
             await localAppStore?.deliver(to: "http://\(reachableHost):\(port)/webhooks/appstore")
@@ -205,14 +201,10 @@ public struct BillingDaemon: Sendable {
 
     /// The outbox sender for BILLINGD_APP_WEBHOOK_URL; nil when it is not set.
     static func outboxSender(_ settings: Settings, store: any LedgerStore, metrics: BillingMetrics, logger: Logger) throws -> OutboxSender? {
-        guard !settings.appWebhookURLs.isEmpty else { return nil }
-        let signer: StandardWebhookSigner
-        do { signer = try StandardWebhookSigner(secrets: settings.appWebhookSecrets) } catch {
-            throw SettingsError.invalid("BILLINGD_APP_WEBHOOK_SECRET", nil, error.description)
-        }
-        var configuration = OutboxSender.Configuration(signer: signer)
-        configuration.connectTimeout = settings.appWebhookConnectTimeout
-        configuration.timeout = settings.appWebhookTimeout
+        guard !settings.outbox.webhookURLs.isEmpty else { return nil }
+        var configuration = OutboxSender.Configuration(signer: try settings.outbox.signer())
+        configuration.connectTimeout = settings.outbox.connectTimeout
+        configuration.timeout = settings.outbox.timeout
         return OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger)
     }
 
@@ -238,21 +230,21 @@ public struct BillingDaemon: Sendable {
             return seconds % 60 == 0 ? "every \(seconds / 60)m" : "every \(seconds)s"
         }
         var summary = [
-            "address": "http://\(settings.host):\(settings.port)",
+            "address": "http://\(settings.server.host):\(settings.server.port)",
             // The PostgreSQL URL without its password, else the SQLite file.
-            "database": settings.databaseURL?.redacted ?? URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path,
+            "database": settings.database.postgres?.redacted ?? URL(fileURLWithPath: settings.database.sqlitePath).standardizedFileURL.path,
             "webhook_secrets": local ? "local (generated)" : "\(secrets)",
-            "service_api": settings.apiTokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.apiTokens.count) token(s)",
-            "plans": catalog.map { "\(settings.plansPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
-            "stripe_api": stripe ? (settings.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
-            "app_store": appStore ? "on (\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
+            "service_api": settings.serviceAPI.tokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.serviceAPI.tokens.count) token(s)",
+            "plans": catalog.map { "\(settings.plans.catalogPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
+            "stripe_api": stripe ? (settings.stripe.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
+            "app_store": appStore ? "on (\(settings.appStore.environments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
             "app_store_api": appStoreAPI.isEmpty ? "off" : appStoreAPI.joined(separator: ","),
         ]
         let scheduled = stripe || !appStoreAPI.isEmpty
-        summary["reconcile"] = scheduled ? every(settings.reconcileInterval) : "off (no API credentials)"
-        summary["events_sweep"] = stripe ? every(settings.eventsSweepInterval) : "off"
-        summary["usage_report"] = stripe ? every(settings.usageReportInterval) : "off"
-        summary["app_webhooks"] = settings.appWebhookURLs.isEmpty ? "off" : "\(settings.appWebhookURLs.count) endpoint(s)"
+        summary["reconcile"] = scheduled ? every(settings.reconcile.interval) : "off (no API credentials)"
+        summary["events_sweep"] = stripe ? every(settings.stripe.eventsSweepInterval) : "off"
+        summary["usage_report"] = stripe ? every(settings.usage.reportInterval) : "off"
+        summary["app_webhooks"] = settings.outbox.webhookURLs.isEmpty ? "off" : "\(settings.outbox.webhookURLs.count) endpoint(s)"
         return summary
     }
 }
