@@ -7,7 +7,8 @@ import StripeAPI
 
 // Per-area builders of ``BillingDaemon`` (issue 36), in the manner of Hummingbird's
 // `buildApplication`: each takes the settings and what it shares with other areas and returns its
-// services. Local mode, reconcile and the usage report so far.
+// services. Local mode, reconcile and the usage report here; Stripe, the App Store and the outbox
+// in BillingDaemon+Areas.swift.
 
 /// Local mode's stand-ins, started, and their services (first in the group, so they stop last).
 struct LocalModeParts {
