@@ -30,7 +30,7 @@ struct LocalAppStore: LocalAppStoreStandIn {
         logger: Logger
     ) async throws -> LocalAppStore {
         let key = try await LocalAppStoreFake.key(in: store, creating: true)!
-        let bundleID = settings.appStoreBundleID ?? AppStoreSupport.localBundleID
+        let bundleID = settings.appStore.bundleID ?? AppStoreSupport.localBundleID
         var fakeLogger = logger
         fakeLogger.logLevel = max(logger.logLevel, .warning)
         let products = catalog.tiers.flatMap(\.appStoreProducts).map { id in
@@ -109,10 +109,10 @@ public enum LocalAppStoreFake {
         guard let baseURL = try await store.metaValue(urlKey),
             let key = try await key(in: store, creating: false),
             let pki = try await AppStoreSupport.localPKI(in: store, creating: false),
-            let verifier = try AppStoreSupport.verifier(settings, localRoot: pki.rootDER)
+            let verifier = try AppStoreSupport.verifier(settings.appStore, localRoot: pki.rootDER)
         else { return nil }
         return client(
-            baseURL: baseURL, key: key, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, verifier: verifier,
+            baseURL: baseURL, key: key, bundleID: settings.appStore.bundleID ?? AppStoreSupport.localBundleID, verifier: verifier,
             logger: logger)
     }
 

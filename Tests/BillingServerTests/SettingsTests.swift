@@ -13,19 +13,19 @@ struct SettingsTests {
     @Test("Defaults match the documented contract")
     func defaults() throws {
         let settings = try Settings.load(environment: [:], configFile: nil)
-        #expect(settings.databasePath == "./billingd.sqlite3")
-        #expect(settings.host == "127.0.0.1")
-        #expect(settings.port == 8080)
-        #expect(settings.webhookSecrets.isEmpty)
-        #expect(settings.signatureTolerance == 300)
-        #expect(settings.apiBase == "https://api.stripe.com")
-        #expect(settings.apiTokens.isEmpty)
-        #expect(settings.idleTimeout == .seconds(60))
-        #expect(settings.headerTimeout == .seconds(10))
-        #expect(settings.bodyTimeout == .seconds(60))
-        #expect(settings.minimumTransferRate == 1024)
-        #expect(settings.maximumConnections == 512)
-        #expect(settings.maximumConnectionsPerClient == 128)
+        #expect(settings.database.sqlitePath == "./billingd.sqlite3")
+        #expect(settings.server.host == "127.0.0.1")
+        #expect(settings.server.port == 8080)
+        #expect(settings.stripe.webhookSecrets.isEmpty)
+        #expect(settings.stripe.signatureTolerance == 300)
+        #expect(settings.stripe.apiBase == "https://api.stripe.com")
+        #expect(settings.serviceAPI.tokens.isEmpty)
+        #expect(settings.server.idleTimeout == .seconds(60))
+        #expect(settings.server.headerTimeout == .seconds(10))
+        #expect(settings.server.bodyTimeout == .seconds(60))
+        #expect(settings.server.minimumTransferRate == 1024)
+        #expect(settings.server.maximumConnections == 512)
+        #expect(settings.server.maximumConnectionsPerClient == 128)
     }
 
     @Test("Credentials in an app webhook URL are secrets the logs mask; short query values are not")
@@ -47,16 +47,16 @@ struct SettingsTests {
                 "BILLINGD_IDLE_TIMEOUT": "2m", "BILLINGD_HEADER_TIMEOUT": "5s", "BILLINGD_BODY_TIMEOUT": "90",
                 "BILLINGD_MAX_CONNECTIONS": "64", "BILLINGD_MAX_CONNECTIONS_PER_CLIENT": "16", "BILLINGD_MIN_TRANSFER_RATE": "0",
             ], configFile: nil)
-        #expect(settings.idleTimeout == .seconds(120))
-        #expect(settings.headerTimeout == .seconds(5))
-        #expect(settings.bodyTimeout == .seconds(90))
-        #expect(settings.maximumConnections == 64)
-        #expect(settings.maximumConnectionsPerClient == 16)
-        #expect(settings.minimumTransferRate == 0)
+        #expect(settings.server.idleTimeout == .seconds(120))
+        #expect(settings.server.headerTimeout == .seconds(5))
+        #expect(settings.server.bodyTimeout == .seconds(90))
+        #expect(settings.server.maximumConnections == 64)
+        #expect(settings.server.maximumConnectionsPerClient == 16)
+        #expect(settings.server.minimumTransferRate == 0)
         #expect(Settings.helpTable.contains("BILLINGD_HEADER_TIMEOUT"))
         #expect(Settings.helpTable.contains("BILLINGD_MAX_CONNECTIONS_PER_CLIENT"))
         // A total cap below 128 is every client's cap too, unless one is set.
-        #expect(try Settings.load(environment: ["BILLINGD_MAX_CONNECTIONS": "8"], configFile: nil).maximumConnectionsPerClient == 8)
+        #expect(try Settings.load(environment: ["BILLINGD_MAX_CONNECTIONS": "8"], configFile: nil).server.maximumConnectionsPerClient == 8)
     }
 
     @Test("A config file in environment-file syntax is read, and the environment wins over it")
@@ -70,12 +70,12 @@ struct SettingsTests {
             BILLINGD_DATABASE=/var/lib/billingd/ledger.sqlite3
             """)
         let fromFile = try Settings.load(environment: [:], configFile: path)
-        #expect(fromFile.port == 9090)
-        #expect(fromFile.host == "0.0.0.0")
-        #expect(fromFile.webhookSecrets == ["whsec_new_secret_1", "whsec_old_secret_2"])
+        #expect(fromFile.server.port == 9090)
+        #expect(fromFile.server.host == "0.0.0.0")
+        #expect(fromFile.stripe.webhookSecrets == ["whsec_new_secret_1", "whsec_old_secret_2"])
         let overridden = try Settings.load(environment: ["BILLINGD_PORT": "7000"], configFile: path)
-        #expect(overridden.port == 7000)
-        #expect(overridden.databasePath == "/var/lib/billingd/ledger.sqlite3")
+        #expect(overridden.server.port == 7000)
+        #expect(overridden.database.sqlitePath == "/var/lib/billingd/ledger.sqlite3")
     }
 
     @Test("Malformed settings name the variable, and never echo a secret", arguments: [
@@ -107,9 +107,9 @@ struct SettingsTests {
 
     @Test("BILLINGD_USAGE_REPORT_INTERVAL: 1m by default, a duration, or off; nonsense names the variable")
     func usageReportInterval() throws {
-        #expect(try Settings.load(environment: [:], configFile: nil).usageReportInterval == .seconds(60))
-        #expect(try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": "30s"], configFile: nil).usageReportInterval == .seconds(30))
-        #expect(try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": "off"], configFile: nil).usageReportInterval == nil)
+        #expect(try Settings.load(environment: [:], configFile: nil).usage.reportInterval == .seconds(60))
+        #expect(try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": "30s"], configFile: nil).usage.reportInterval == .seconds(30))
+        #expect(try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": "off"], configFile: nil).usage.reportInterval == nil)
         for bad in ["soon", "2s", "2d"] {
             #expect(throws: SettingsError.self) { try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": bad], configFile: nil) }
         }
@@ -118,8 +118,8 @@ struct SettingsTests {
 
     @Test("The key prefix says test or live mode")
     func keyMode() throws {
-        #expect(try Settings.load(environment: ["STRIPE_API_KEY": "sk_test_123"], configFile: nil).apiKeyIsLive == false)
-        #expect(try Settings.load(environment: ["STRIPE_API_KEY": "rk_live_123"], configFile: nil).apiKeyIsLive == true)
+        #expect(try Settings.load(environment: ["STRIPE_API_KEY": "sk_test_123"], configFile: nil).stripe.apiKeyIsLive == false)
+        #expect(try Settings.load(environment: ["STRIPE_API_KEY": "rk_live_123"], configFile: nil).stripe.apiKeyIsLive == true)
     }
 }
 
@@ -128,10 +128,10 @@ struct EnvironmentExampleTests {
     static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("deploy/billingd.env.example").path
 
-    /// `KEY=value` lines, commented out or not.
+    /// `KEY=value` lines, commented out (`#KEY=value`, `# KEY=value`) or not.
     static func assignments() throws -> [(key: String, value: String)] {
         try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap { line in
-            let text = line.hasPrefix("#") ? line.dropFirst() : line[...]
+            let text = line.hasPrefix("#") ? line.dropFirst().drop { $0 == " " } : line[...]
             guard let equals = text.firstIndex(of: "="), text[..<equals].allSatisfy({ $0.isUppercase || $0 == "_" || $0.isNumber }),
                 !text[..<equals].isEmpty
             else { return nil }
@@ -141,7 +141,7 @@ struct EnvironmentExampleTests {
 
     @Test("Names only settings billingd reads, and suggests a YAML plan catalog as the README documents")
     func knownSettings() throws {
-        let known = Set(Settings.documented.map(\.name))
+        let known = Set(Settings.table.map(\.name))
         let assignments = try Self.assignments()
         #expect(assignments.count > 10)
         for (key, _) in assignments { #expect(known.contains(key), "\(key) is not a setting billingd reads") }

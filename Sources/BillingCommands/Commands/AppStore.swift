@@ -75,18 +75,18 @@ struct AppStoreTrigger: AsyncParsableCommand {
         try await global.withStore(settings) { store in
             guard let pki = try await AppStoreSupport.localPKI(in: store, creating: false) else {
                 throw CommandFailure.configuration(
-                    "No local App Store PKI in \(settings.databasePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
+                    "No local App Store PKI in \(settings.database.sqlitePath): start `billingd serve --local` first (it generates one and trusts it), or point BILLINGD_DATABASE at its database.")
             }
             var token: String?
             if let user { token = try await store.appStore.accountToken(for: user) }
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             if let count, let requests {
-                try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, now: now)
+                try writeRequests(count: count, to: requests, pki: pki, bundleID: settings.appStore.bundleID ?? AppStoreSupport.localBundleID, now: now)
                 return
             }
             if !print, url == nil,
                 let client = try await LocalAppStoreFake.client(settings: settings, store: store, logger: global.logger("billingd.appstore", settings: settings)),
-                try await triggerThroughFake(client, appAccountToken: token, store: store, databasePath: settings.databasePath)
+                try await triggerThroughFake(client, appAccountToken: token, store: store, databasePath: settings.database.sqlitePath)
             {
                 return
             }
@@ -98,10 +98,10 @@ struct AppStoreTrigger: AsyncParsableCommand {
             let sample = AppStoreSampleNotification(
                 type: notificationType, subtype: subtype, productID: product, originalTransactionID: original,
                 transactionID: startsPeriod ? nil : current?.0.transactionID ?? original,
-                bundleID: settings.appStoreBundleID ?? AppStoreSupport.localBundleID, environment: .sandbox,
+                bundleID: settings.appStore.bundleID ?? AppStoreSupport.localBundleID, environment: .sandbox,
                 appAccountToken: token, now: now)
             let body = Array(#"{"signedPayload":""#.utf8) + Array(sample.signedPayload(pki.sign(payload:)).utf8) + Array(#""}"#.utf8)
-            let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/appstore"
+            let target = url ?? "http://\(settings.server.host):\(settings.server.port)/webhooks/appstore"
             let post = WebhookPost(target: target, headers: [], body: body)
             if print {
                 post.print()

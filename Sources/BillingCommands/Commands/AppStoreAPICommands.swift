@@ -74,7 +74,7 @@ struct AppStoreReconcile: AsyncParsableCommand {
         for client in clients {
             let reconciler = AppStoreReconciler(
                 store: store, client: client, logger: logger, inbox: store.inbox,
-                applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)))
+                applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)))
             do {
                 reports.append(try await reconciler.run(options) { progress in
                     Output.progress("appstore reconcile \(client.configuration.environment): \(progress.phase) \(progress.done) done, \(progress.drift) found")

@@ -28,14 +28,14 @@ struct Backup: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        if let postgres = settings.databaseURL {
+        if let postgres = settings.database.postgres {
             // A file copy of a PostgreSQL ledger is pg_dump's job: the store's own answer, without connecting.
             throw CommandFailure.configuration(PostgresStoreError.backupIsPgDump(database: postgres.database).description)
         }
         try await global.withStore(settings) { store in
             let target = URL(fileURLWithPath: file).standardizedFileURL.path
-            if target == URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path {
-                throw ValidationError("The backup file is the live database itself (\(settings.databasePath)); choose another path.")
+            if target == URL(fileURLWithPath: settings.database.sqlitePath).standardizedFileURL.path {
+                throw ValidationError("The backup file is the live database itself (\(settings.database.sqlitePath)); choose another path.")
             }
             let result: LedgerBackup
             do {

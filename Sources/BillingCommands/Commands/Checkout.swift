@@ -129,7 +129,7 @@ struct BillingCommandSupport {
             settings, logger: logger,
             purpose: "calls Stripe to create Checkout and portal sessions: a restricted key (rk_…) needs write access to customers, Checkout Sessions and customer portal sessions")
         var catalog = PlanCatalog.freeOnly
-        if let path = settings.plansPath {
+        if let path = settings.plans.catalogPath {
             do {
                 catalog = try PlanCatalogLoader.load(path: path)
             } catch {
@@ -138,7 +138,7 @@ struct BillingCommandSupport {
         }
         store = try await global.openStore(settings)
         actions = BillingActions(store: store, client: client, catalog: catalog)
-        scope = ServiceScope.forAPIKey(isLive: settings.apiKeyIsLive)
+        scope = ServiceScope.forAPIKey(isLive: settings.stripe.apiKeyIsLive)
     }
 
     /// Runs `body` with the support of a command, and closes its store afterwards, whatever happened.

@@ -37,10 +37,10 @@ struct Copy: AsyncParsableCommand {
         } catch let error as SettingsError {
             throw CommandFailure.configuration(error.description)
         }
-        guard let target = settings.databaseURL else {
+        guard let target = settings.database.postgres else {
             throw ValidationError("Name the PostgreSQL ledger to fill: --to postgres://USER@HOST:PORT/DATABASE (or set BILLINGD_DATABASE_URL).")
         }
-        let sourcePath = from ?? settings.databasePath
+        let sourcePath = from ?? settings.database.sqlitePath
         guard FileManager.default.fileExists(atPath: sourcePath) else {
             throw CommandFailure.notFound("No SQLite ledger at \(sourcePath): name it with --from PATH.sqlite3.")
         }
@@ -61,7 +61,7 @@ struct Copy: AsyncParsableCommand {
             Output.endProgress()
             let events = replay ? try await store.inbox.count() : 0
             comparison = try await PostgresLedgerCopy.compare(
-                source, with: store, replaying: replay ? .init(batchSize: 1000, apiVersion: settings.stripeAPIVersion) : nil
+                source, with: store, replaying: replay ? .init(batchSize: 1000, apiVersion: settings.stripe.apiVersion) : nil
             ) { done in
                 Output.progress("copy: replaying \(done) / \(events) events")
             }

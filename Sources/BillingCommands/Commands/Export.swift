@@ -199,7 +199,7 @@ struct Export: AsyncParsableCommand {
             let client = try StripeClients.make(
                 settings, logger: logger,
                 purpose: "reconciles with Stripe before exporting (--reconcile-first): a restricted key (rk_…) needs read access to events and invoices")
-            let keyIsLive = settings.apiKeyIsLive ?? false
+            let keyIsLive = settings.stripe.apiKeyIsLive ?? false
             guard keyIsLive == request.livemode else {
                 throw ValidationError(
                     "--reconcile-first reads Stripe with STRIPE_API_KEY, a \(keyIsLive ? "live" : "test")-mode key, but this export is of \(request.livemode ? "live" : "test") mode. Use a key of the exported mode\(request.livemode ? "" : ", or drop --test").")
@@ -212,7 +212,7 @@ struct Export: AsyncParsableCommand {
             if let account = request.account, !account.isEmpty { options.account = account }
             let reconciler = Reconciler(
                 store: store, client: client, livemode: keyIsLive, logger: logger, inbox: store.inbox,
-                applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)))
+                applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)))
             do {
                 let report = try await reconciler.run(options) { progress in
                     Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")

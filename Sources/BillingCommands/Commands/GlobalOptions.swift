@@ -25,7 +25,7 @@ struct GlobalOptions: ParsableArguments {
     /// A logger writing to standard error in the chosen format, at the settings' level, masking
     /// the settings' secrets.
     func logger(_ label: String, settings: Settings) -> Logger {
-        let (format, level, secrets) = (logFormat, settings.logLevel, settings.secretValues)
+        let (format, level, secrets) = (logFormat, settings.logging.level, settings.secretValues)
         return Logger(label: label) { label in LineLogHandler(label: label, level: level, format: format, secrets: secrets) }
     }
 
@@ -34,12 +34,12 @@ struct GlobalOptions: ParsableArguments {
     ///   only read or work on what a ledger holds say no, so that a mistyped path is an error
     ///   instead of an empty ledger left behind and an answer of nothing.
     func openSQLite(_ settings: Settings, creating: Bool = true) throws -> SQLiteLedgerStore {
-        if !creating, !FileManager.default.fileExists(atPath: settings.databasePath) {
+        if !creating, !FileManager.default.fileExists(atPath: settings.database.sqlitePath) {
             throw CommandFailure.configuration(
-                "BILLINGD_DATABASE names \(settings.databasePath), which does not exist: check the path (or BILLINGD_DATABASE_URL for PostgreSQL). A new SQLite ledger is created by `billingd serve`.")
+                "BILLINGD_DATABASE names \(settings.database.sqlitePath), which does not exist: check the path (or BILLINGD_DATABASE_URL for PostgreSQL). A new SQLite ledger is created by `billingd serve`.")
         }
         do {
-            return SQLiteLedgerStore(database: try SQLiteDatabase.open(path: settings.databasePath))
+            return SQLiteLedgerStore(database: try SQLiteDatabase.open(path: settings.database.sqlitePath))
         } catch let error as LedgerDatabaseError {
             // BILLINGD_DATABASE names a directory that is missing or a file billingd may not open.
             throw CommandFailure.configuration(error.description)
@@ -51,7 +51,7 @@ struct GlobalOptions: ParsableArguments {
     /// - Parameter connections: the PostgreSQL pool's size; a command needs few.
     /// - Parameter creating: whether a missing SQLite file is created (see ``openSQLite(_:creating:)``).
     func openStore(_ settings: Settings, connections: Int = 2, creating: Bool = true) async throws -> any LedgerStore {
-        if let postgres = settings.databaseURL {
+        if let postgres = settings.database.postgres {
             return try await openPostgres(postgres, settings: settings, connections: connections)
         }
         return try openSQLite(settings, creating: creating)
@@ -81,12 +81,12 @@ struct GlobalOptions: ParsableArguments {
     /// How a command's ledger changes are announced: serve's policy, under the plan catalog.
     static func announcingPolicy(_ settings: Settings) throws -> OutboxPolicy {
         var catalog = PlanCatalog.freeOnly
-        if let path = settings.plansPath {
+        if let path = settings.plans.catalogPath {
             do { catalog = try PlanCatalogLoader.load(path: path) } catch {
                 throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
             }
         }
-        return .serviceViews(catalog: catalog, endpoints: settings.appWebhookURLs)
+        return .serviceViews(catalog: catalog, endpoints: settings.outbox.webhookURLs)
     }
 
     /// Opens (and so migrates) the PostgreSQL ledger `configuration` names; failures exit with

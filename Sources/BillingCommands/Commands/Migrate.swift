@@ -19,9 +19,9 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        guard let postgres = settings.databaseURL else {
-            let message = "The SQLite ledger \(settings.databasePath) migrates itself whenever billingd opens it; nothing to do. (migrate applies a PostgreSQL ledger's migrations: set BILLINGD_DATABASE_URL.)"
-            print(json ? Output.json(["database": "sqlite", "path": settings.databasePath, "applied": [String]()]) : message)
+        guard let postgres = settings.database.postgres else {
+            let message = "The SQLite ledger \(settings.database.sqlitePath) migrates itself whenever billingd opens it; nothing to do. (migrate applies a PostgreSQL ledger's migrations: set BILLINGD_DATABASE_URL.)"
+            print(json ? Output.json(["database": "sqlite", "path": settings.database.sqlitePath, "applied": [String]()]) : message)
             return
         }
         let store = try await global.openPostgres(postgres, settings: settings)

@@ -146,11 +146,11 @@ struct Outbox: AsyncParsableCommand {
                 return
             }
             let settings = try global.settings()
-            guard !settings.appWebhookURLs.isEmpty else {
+            guard !settings.outbox.webhookURLs.isEmpty else {
                 throw CommandFailure.configuration("BILLINGD_APP_WEBHOOK_URL is not set: set it to your app's webhook endpoint.")
             }
             let signer: StandardWebhookSigner
-            do { signer = try StandardWebhookSigner(secrets: settings.appWebhookSecrets) } catch {
+            do { signer = try StandardWebhookSigner(secrets: settings.outbox.webhookSecrets) } catch {
                 throw CommandFailure.configuration(error.description)
             }
             let id = "msg_test_\(Int64(Date().timeIntervalSince1970 * 1000))"
@@ -158,12 +158,12 @@ struct Outbox: AsyncParsableCommand {
             let body = Array(#"{"id":"\#(id)","type":"billingd.test","created":\#(created),"user":null,"data":{}}"#.utf8)
             let transport = CurlTransport(maxConnections: 4)
             var failed = 0
-            for url in settings.appWebhookURLs {
+            for url in settings.outbox.webhookURLs {
                 var headers = signer.headers(id: id, timestamp: created, body: body)
                 headers.append(("content-type", "application/json"))
                 let request = HTTPTransportRequest(
-                    method: .post, url: url, headers: headers, body: body, connectTimeout: settings.appWebhookConnectTimeout,
-                    timeout: settings.appWebhookTimeout)
+                    method: .post, url: url, headers: headers, body: body, connectTimeout: settings.outbox.connectTimeout,
+                    timeout: settings.outbox.timeout)
                 do {
                     let response = try await transport.perform(request)
                     let ok = (200..<300).contains(response.status)
@@ -174,7 +174,7 @@ struct Outbox: AsyncParsableCommand {
                     print(shown(url) + ": " + Redaction.mask("\(error)", secrets: Settings.credentials(in: url)))
                 }
             }
-            if failed > 0 { throw CommandFailure(.unavailable, "\(failed) of \(settings.appWebhookURLs.count) endpoint(s) did not accept the test event.") }
+            if failed > 0 { throw CommandFailure(.unavailable, "\(failed) of \(settings.outbox.webhookURLs.count) endpoint(s) did not accept the test event.") }
         }
     }
 }

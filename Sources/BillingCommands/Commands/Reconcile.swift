@@ -63,9 +63,9 @@ struct Reconcile: AsyncParsableCommand {
     func run() async throws {
         let settings = try global.settings()
         let logger = global.logger("billingd.reconcile", settings: settings)
-        let stripe = settings.stripeClient(logger: logger)
+        let stripe = settings.stripe.client(logger: logger)
         // App Store reconcile rides along unless the run is about one connected account.
-        let appStore = account == nil ? try settings.appStoreClients(logger: logger) : [:]
+        let appStore = account == nil ? try settings.appStore.clients(logger: logger) : [:]
         guard stripe != nil || !appStore.isEmpty else { throw CommandFailure.configuration(ReconcileError.noAPIKey.description) }
         try await global.withStore(settings, announcing: true, creating: true) { store in
 
@@ -79,7 +79,7 @@ struct Reconcile: AsyncParsableCommand {
                 options.account = account
                 options.applyRecoveredEvents = true
                 var catalog: PlanCatalog?
-                if let path = settings.plansPath {
+                if let path = settings.plans.catalogPath {
                     do {
                         catalog = try PlanCatalogLoader.load(path: path)
                     } catch {
@@ -87,9 +87,9 @@ struct Reconcile: AsyncParsableCommand {
                     }
                 }
                 let reconciler = Reconciler(
-                    store: store, client: stripe, livemode: settings.apiKeyIsLive ?? false, logger: logger,
+                    store: store, client: stripe, livemode: settings.stripe.apiKeyIsLive ?? false, logger: logger,
                     inbox: store.inbox,
-                    applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), catalog: catalog)
+                    applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), catalog: catalog)
                 do {
                     stripeReport = try await reconciler.run(options) { progress in
                         Output.progress("reconcile: \(progress.phase) \(progress.listed) listed, \(progress.drift) drifted so far")

@@ -27,7 +27,7 @@ struct Replay: AsyncParsableCommand {
             let before = verify ? try await maintenance.dump() : ""
             let total = try await store.inbox.count()
             let started = ContinuousClock.now
-            let applier = store.applier(.init(batchSize: 1000, apiVersion: settings.stripeAPIVersion))
+            let applier = store.applier(.init(batchSize: 1000, apiVersion: settings.stripe.apiVersion))
             let pass = try await maintenance.replay(applier: applier) { done in
                 Output.progress("replay: \(done) / \(total) events")
             }

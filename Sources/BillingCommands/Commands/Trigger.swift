@@ -84,12 +84,12 @@ struct Trigger: AsyncParsableCommand {
         let secret: String
         // The ledger of `serve --local`, when the secret comes from it.
         var localStore: (any LedgerStore)?
-        if let configured = settings.webhookSecrets.first {
+        if let configured = settings.stripe.webhookSecrets.first {
             secret = configured
         } else {
             // Never create a ledger here: one made in the wrong directory hides the real one.
-            let path = settings.databasePath
-            guard settings.databaseURL != nil || FileManager.default.fileExists(atPath: path) else {
+            let path = settings.database.sqlitePath
+            guard settings.database.postgres != nil || FileManager.default.fileExists(atPath: path) else {
                 let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
                 throw CommandFailure.configuration(
                     "No webhook secret to sign with: STRIPE_WEBHOOK_SECRET is not set, and there is no ledger at \(absolute) to read `serve --local`'s generated secret from. Run trigger where `billingd serve --local` runs, or point BILLINGD_DATABASE (or --config) at its ledger, or set STRIPE_WEBHOOK_SECRET.")
@@ -99,13 +99,13 @@ struct Trigger: AsyncParsableCommand {
             guard let local = try await LocalMode.secret(in: store, creating: false) else {
                 try? await store.close()
                 throw CommandFailure.configuration(
-                    "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.databasePath)).")
+                    "No webhook secret to sign with: set STRIPE_WEBHOOK_SECRET to the one billingd uses, or start `billingd serve --local` first (it keeps its generated secret in \(settings.database.sqlitePath)).")
             }
             secret = local
         }
 
         let signature = SignatureVerifier.header(body: body, secret: secret, timestamp: now)
-        let target = url ?? "http://\(settings.host):\(settings.port)/webhooks/stripe"
+        let target = url ?? "http://\(settings.server.host):\(settings.server.port)/webhooks/stripe"
 
         let post = WebhookPost(target: target, headers: [("Stripe-Signature", signature)], body: body)
         if print {

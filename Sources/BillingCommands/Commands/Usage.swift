@@ -61,7 +61,7 @@ struct UsageReportCommand: AsyncParsableCommand {
             options.retryFailed = retryFailed
             options.resendUnconfirmed = resendUnconfirmed
             options.concurrency = concurrency
-            let reporter = UsageReporter(store: store, client: client, livemode: settings.apiKeyIsLive ?? false, logger: logger)
+            let reporter = UsageReporter(store: store, client: client, livemode: settings.stripe.apiKeyIsLive ?? false, logger: logger)
             let summary: UsageReportSummary
             do {
                 summary = try await reporter.run(options)
@@ -119,7 +119,7 @@ struct UsageShow: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try global.settings()
-        guard let path = settings.plansPath else {
+        guard let path = settings.plans.catalogPath else {
             throw CommandFailure.configuration("BILLINGD_PLANS is not set: meters are defined in the plan catalog. Set it to your plans.yaml.")
         }
         let catalog: PlanCatalog
@@ -129,7 +129,7 @@ struct UsageShow: AsyncParsableCommand {
             throw CommandFailure.configuration("\(error)")  // the error names BILLINGD_PLANS and the file
         }
         try await global.withStore(settings) { store in
-            let scope = try BillingCommandSupport.scope(account, base: .forAPIKey(isLive: settings.apiKeyIsLive))
+            let scope = try BillingCommandSupport.scope(account, base: .forAPIKey(isLive: settings.stripe.apiKeyIsLive))
             let now = Int64(Date().timeIntervalSince1970)
             let billing = try await store.users.billing(of: user, in: scope, stripeEntitlements: false)
             let resolution = billing.resolve(catalog, now: now)

@@ -12,7 +12,7 @@ enum AppStoreClients {
     /// Without an In-App Purchase key, a ledger that `serve --local` runs on gives the Sandbox
     /// client of serve's App Store fake.
     static func select(_ settings: Settings, environment: String?, store: any LedgerStore, logger: Logger) async throws -> [AppStoreClient] {
-        var clients = try settings.appStoreClients(logger: logger)
+        var clients = try settings.appStore.clients(logger: logger)
         if clients.isEmpty, let local = try await LocalAppStoreFake.client(settings: settings, store: store, logger: logger) {
             clients[.sandbox] = local
         }

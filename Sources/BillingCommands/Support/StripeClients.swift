@@ -10,7 +10,7 @@ enum StripeClients {
     ///   needs, e.g. "creates Checkout and portal sessions: a restricted key (rk_…) needs write
     ///   access to customers, Checkout Sessions and portal sessions".
     static func make(_ settings: Settings, logger: Logger, purpose: String, observer: (any StripeClientObserver)? = nil) throws -> StripeClient {
-        guard let client = settings.stripeClient(logger: logger, observer: observer) else {
+        guard let client = settings.stripe.client(logger: logger, observer: observer) else {
             throw CommandFailure.configuration("STRIPE_API_KEY is not set; this command \(purpose). Set it to a secret key (sk_…) or such a restricted key.")
         }
         return client

@@ -7,7 +7,8 @@ import StripeAPI
 
 // Per-area builders of ``BillingDaemon`` (issue 36), in the manner of Hummingbird's
 // `buildApplication`: each takes the settings and what it shares with other areas and returns its
-// services. Local mode, reconcile and the usage report so far.
+// services. Local mode, reconcile and the usage report here; Stripe, the App Store and the outbox
+// in BillingDaemon+Areas.swift.
 
 /// Local mode's stand-ins, started, and their services (first in the group, so they stop last).
 struct LocalModeParts {
@@ -31,10 +32,10 @@ struct LocalModeParts {
     ) async throws -> LocalModeParts {
         guard let local else { return LocalModeParts() }
         var parts = LocalModeParts()
-        if settings.apiKey == nil {
+        if settings.stripe.apiKey == nil {
             parts.stripe = try await local.startStripe(catalog: catalog, store: store, logger: logger)
         }
-        if secretIsLocal, appStoreClients.isEmpty, localRoot != nil, let verifier, settings.appStoreEnvironments.contains(.sandbox) {
+        if secretIsLocal, appStoreClients.isEmpty, localRoot != nil, let verifier, settings.appStore.environments.contains(.sandbox) {
             do {
                 parts.appStore = try await local.startAppStore(settings: settings, verifier: verifier, catalog: catalog, store: store, logger: logger)
             } catch {
@@ -65,7 +66,7 @@ extension BillingDaemon {
                 store: store, client: stripe, livemode: livemode, logger: logger,
                 inbox: inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
         }
-        var schedule = ReconcileScheduler.Configuration(sweepInterval: settings.eventsSweepInterval, reconcileInterval: settings.reconcileInterval)
+        var schedule = ReconcileScheduler.Configuration(sweepInterval: settings.stripe.eventsSweepInterval, reconcileInterval: settings.reconcile.interval)
         schedule.initialDelay = initialDelay
         return ReconcileScheduler(
             reconciler: reconciler, appStore: appStoreReconcilers, store: store, configuration: schedule, metrics: metrics, logger: logger)
@@ -75,7 +76,7 @@ extension BillingDaemon {
     static func usageReportScheduler(
         _ settings: Settings, store: any LedgerStore, stripe: StripeClient?, livemode: Bool, metrics: BillingMetrics, logger: Logger
     ) -> UsageReportScheduler? {
-        guard let stripe, let interval = settings.usageReportInterval else { return nil }
+        guard let stripe, let interval = settings.usage.reportInterval else { return nil }
         let reporter = UsageReporter(store: store, client: stripe, livemode: livemode, logger: logger, metrics: metrics)
         return UsageReportScheduler(reporter: reporter, interval: interval, logger: logger)
     }

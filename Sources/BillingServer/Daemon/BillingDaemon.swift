@@ -54,143 +54,72 @@ public struct BillingDaemon: Sendable {
     public let startup: [String: String]
     private let group: ServiceGroup
 
-    /// Builds the daemon. Throws ``SettingsError`` for settings that cannot work together (no
-    /// webhook secret outside local mode, an unreadable App Store key or root), and
-    /// ``PlanCatalogLoadError`` for a plan catalog that does not load.
+    /// Builds the daemon, area by area (BillingDaemon+Areas.swift, BillingDaemon+Builders.swift).
+    /// Throws ``SettingsError`` for settings that cannot work together (no webhook secret outside
+    /// local mode, an unreadable App Store key or root), and ``PlanCatalogLoadError`` for a plan
+    /// catalog that does not load.
     public init(settings: Settings, store: any LedgerStore, options: Options = .init(), logger: Logger) async throws {
         // The catalog first: a catalog error must not print after the local mode banner.
-        let catalog = try settings.plansPath.map { path throws(PlanCatalogLoadError) in try PlanCatalogLoader.load(path: path) }
+        let catalog = try settings.plans.catalogPath.map { path throws(PlanCatalogLoadError) in try PlanCatalogLoader.load(path: path) }
         // Every transaction that changes the ledger keeps each touched user's announced view
         // current, even without an app webhook URL, so that turning webhooks on later announces
         // only later changes.
-        let store = store.announcing(.serviceViews(catalog: catalog ?? .freeOnly, endpoints: settings.appWebhookURLs))
-
-        var secrets = settings.webhookSecrets
-        let isLocal = secrets.isEmpty && options.local != nil
-        if secrets.isEmpty {
-            guard let local = options.local else {
-                throw SettingsError.missing(
-                    "STRIPE_WEBHOOK_SECRET",
-                    "Set it to your endpoint's signing secret (whsec_…, from the Stripe dashboard or `stripe listen`), or run `billingd serve --local` to try billingd with a generated secret.")
-            }
-            secrets = [try await local.webhookSecret(in: store)]
-            logger.warning(
-                "LOCAL MODE: no STRIPE_WEBHOOK_SECRET; accepting events signed with a generated local secret. Send one with `billingd trigger customer.subscription.created`. Do not expose this to the internet.")
-        }
+        let store = store.announcing(.serviceViews(catalog: catalog ?? .freeOnly, endpoints: settings.outbox.webhookURLs))
+        let webhook = try await StripeWebhookParts.build(settings.stripe, local: options.local, store: store, logger: logger)
 
         let metrics = BillingMetrics()
-        let inbox = store.inbox
         let applier = ApplierService(
-            applier: store.applier(.init(apiVersion: settings.stripeAPIVersion)), inbox: inbox, metrics: metrics, logger: logger)
-        let sender = try Self.outboxSender(settings, store: store, metrics: metrics, logger: logger)
+            applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger)
+        let outbox = try OutboxParts.build(settings.outbox, store: store, metrics: metrics, logger: logger)
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look; one that queued outbound events
         // wakes the sender.
-        let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { ingested in
+        let committer = GroupCommitter(applier: applier.inboxApplier, didCommit: { [sender = outbox.sender] ingested in
             applier.ingested(ingested)
             sender?.wake()
         })
-        // What can fail on the settings, before anything is started.
-        var appStoreClients = try settings.appStoreClients(logger: logger)
-        let localRoot = isLocal ? try await options.local?.appStoreRoot(in: store) : nil
-        let appStoreVerifier = try AppStoreSupport.verifier(settings, localRoot: localRoot)
-        let appStoreReceiptVerifier = try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot)
-
+        // What can fail on the App Store settings, before anything is started.
+        var appStore = try await AppStoreParts.build(
+            settings.appStore, local: webhook.isLocal ? options.local : nil, store: store, logger: logger)
         // Local mode's stand-ins first in the group, so that they stop last.
-        let localStandIns = try await LocalModeParts.start(
-            options.local, settings: settings, secretIsLocal: isLocal, appStoreClients: appStoreClients, localRoot: localRoot,
-            verifier: appStoreVerifier, catalog: catalog ?? .freeOnly, store: store, logger: logger)
-        let localStripe = localStandIns.stripe
-        let localAppStore = localStandIns.appStore
-        if let localAppStore { appStoreClients[.sandbox] = localAppStore.client }
-        var services = localStandIns.services
-        services.append(.init(service: applier))
-        if let sender { services.append(.init(service: sender)) }
-        services.append(.init(service: OutboxReviewer(store: store.outbox, logger: logger, queued: { sender?.wake() })))
-        let stripeObserver = StripeMetricsObserver(metrics: metrics)
-        let stripe = settings.stripeClient(logger: logger, observer: stripeObserver)
-        let livemode = settings.apiKeyIsLive ?? false
+        let local = try await LocalModeParts.start(
+            options.local, settings: settings, secretIsLocal: webhook.isLocal, appStoreClients: appStore.clients,
+            localRoot: appStore.localRoot, verifier: appStore.verifier, catalog: catalog ?? .freeOnly, store: store, logger: logger)
+        let stripe = StripeAPIParts.build(settings.stripe, local: local.stripe, metrics: metrics, logger: logger)
+        appStore.adopt(local.appStore, logger: logger)
+
+        var services = local.services + [.init(service: applier)] + outbox.services
         if let scheduler = Self.reconcileScheduler(
-            settings, store: store, stripe: stripe, livemode: livemode, appStoreClients: appStoreClients, applier: applier,
-            catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
+            settings, store: store, stripe: stripe.client, livemode: stripe.livemode, appStoreClients: appStore.clients,
+            applier: applier, catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
         {
             services.append(.init(service: scheduler))
         }
-        if let usageReport = Self.usageReportScheduler(settings, store: store, stripe: stripe, livemode: livemode, metrics: metrics, logger: logger) {
+        if let usageReport = Self.usageReportScheduler(
+            settings, store: store, stripe: stripe.client, livemode: stripe.livemode, metrics: metrics, logger: logger)
+        {
             services.append(.init(service: usageReport))
-        }
-        if let localStripe {
-            logger.warning(
-                "LOCAL MODE: no STRIPE_API_KEY; Checkout, Portal and cancel go to a Stripe fake on \(localStripe.baseURL), selling the plan catalog's \(localStripe.prices) price(s). Open a Checkout URL to pay it; the fake's webhooks come back here.")
-        } else if stripe == nil {
-            logger.notice("no STRIPE_API_KEY: the Stripe reconcile scheduler (missed-events sweep, daily reconcile) and the usage report to Stripe Billing Meters are off")
-        }
-
-        if let localAppStore {
-            logger.warning(
-                "LOCAL MODE: no App Store In-App Purchase key; the App Store Server API goes to an App Store fake on \(localAppStore.baseURL) (Sandbox: a month lasts five minutes). `billingd appstore trigger SUBSCRIBED --user user_42` buys through it; its notifications come back here.")
         }
 
         var dependencies = BillingServerDependencies(
-            store: store,
-            verifier: SignatureVerifier(secrets: secrets, tolerance: settings.signatureTolerance),
-            committer: committer, metrics: metrics, benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.apiTokens)
-        dependencies.metricsToken = settings.metricsToken
+            store: store, verifier: webhook.verifier(settings.stripe), committer: committer, metrics: metrics,
+            benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.serviceAPI.tokens)
+        dependencies.metricsToken = settings.metrics.token
         dependencies.rejections = RejectionLog(logger: logger)
-        dependencies.stripe = stripe ?? localStripe?.client(logger: logger, observer: stripeObserver)
-        dependencies.appStoreVerifier = appStoreVerifier
-        dependencies.appStoreOwnership = settings.appStoreOwnership
-        dependencies.appStoreClients = appStoreClients
-        dependencies.appStoreReceiptVerifier = appStoreReceiptVerifier
-        // The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
-        // key) that accepts Production data answers in live mode.
-        let appStoreLive = settings.apiKey == nil && settings.appStoreBundleID != nil && settings.appStoreAppAppleID != nil
-            && settings.appStoreEnvironments.contains(.production)
-        dependencies.scope = .forAPIKey(isLive: settings.apiKeyIsLive ?? (appStoreLive ? true : nil))
-        if dependencies.appStoreVerifier != nil {
-            logger.notice(
-                "App Store on: POST /webhooks/appstore",
-                metadata: [
-                    "bundle_id": "\(settings.appStoreBundleID ?? AppStoreSupport.localBundleID)",
-                    "environments": "\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
-                    "ownership": "\(settings.appStoreOwnership.rawValue)",
-                    "local_pki": "\(localRoot != nil)",
-                ])
-        }
+        dependencies.stripe = stripe.serviceClient
+        dependencies.scope = Self.scope(settings)
+        appStore.addRoutes(to: &dependencies, settings.appStore, logger: logger)
         if let catalog { dependencies.plans = catalog }
-        if dependencies.plans.meters.contains(where: { $0.stripeMeter != nil }) {
-            if stripe == nil {
-                logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
-            } else if settings.usageReportInterval == nil {
-                logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
-            }
-        }
+        Self.noteUnreportedMeters(dependencies.plans, stripe: stripe.client, settings: settings, logger: logger)
 
         var startup = Self.startupSummary(
-            settings, secrets: secrets.count, local: isLocal, catalog: catalog, stripe: stripe != nil,
-            appStore: dependencies.appStoreVerifier != nil, appStoreAPI: appStoreClients.keys.map(\.rawValue).sorted())
-        if let localStripe { startup["stripe_api"] = "local fake at \(localStripe.baseURL)" }
-        if let localAppStore { startup["app_store_api"] = "local fake at \(localAppStore.baseURL)" }
-        let webhookSecret = secrets[0]
-        let summary = startup
-        // Where this machine reaches the server: loopback when it listens on every address.
-        let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.host) ? "127.0.0.1" : settings.host
-        let onListening = options.onListening
-        let limits = ConnectionLimits(
-            idleTimeout: settings.idleTimeout, headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout,
-            minimumTransferRate: settings.minimumTransferRate, maximumConnections: settings.maximumConnections,
-            maximumConnectionsPerClient: settings.maximumConnectionsPerClient)
-        let application = BillingApplication.application(
-            dependencies, host: settings.host, port: settings.port, limits: limits, logger: logger
-        ) { channel in
-            let port = channel.localAddress?.port ?? settings.port
-            var metadata = summary.mapValues { Logger.MetadataValue.string($0) }
-            metadata["address"] = "http://\(settings.host):\(port)"
-            logger.notice("billingd listening", metadata: metadata)
-            await localStripe?.deliver(to: "http://\(reachableHost):\(port)/webhooks/stripe", secret: webhookSecret)
-            await localAppStore?.deliver(to: "http://\(reachableHost):\(port)/webhooks/appstore")
-            await onListening(port)
-        }
+            settings, secrets: webhook.secrets.count, local: webhook.isLocal, catalog: catalog, stripe: stripe.client != nil,
+            appStore: appStore.verifier != nil, appStoreAPI: appStore.clients.keys.map(\.rawValue).sorted())
+        if let localStripe = local.stripe { startup["stripe_api"] = "local fake at \(localStripe.baseURL)" }
+        if let localAppStore = local.appStore { startup["app_store_api"] = "local fake at \(localAppStore.baseURL)" }
+        let application = Self.application(
+            settings.server, dependencies: dependencies, startup: startup, local: local, webhookSecret: webhook.secrets[0],
+            onListening: options.onListening, logger: logger)
         // Reverse start order on shutdown: the server stops taking deliveries first, then the
         // usage report stops sending (the calls in flight are recorded), then the scheduler stops
         // its run at the next page, then the applier finishes its batch; the store closes last
@@ -203,17 +132,45 @@ public struct BillingDaemon: Sendable {
             configuration: .init(services: services, gracefulShutdownSignals: options.gracefulShutdownSignals, logger: logger))
     }
 
-    /// The outbox sender for BILLINGD_APP_WEBHOOK_URL; nil when it is not set.
-    static func outboxSender(_ settings: Settings, store: any LedgerStore, metrics: BillingMetrics, logger: Logger) throws -> OutboxSender? {
-        guard !settings.appWebhookURLs.isEmpty else { return nil }
-        let signer: StandardWebhookSigner
-        do { signer = try StandardWebhookSigner(secrets: settings.appWebhookSecrets) } catch {
-            throw SettingsError.invalid("BILLINGD_APP_WEBHOOK_SECRET", nil, error.description)
+    /// The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
+    /// key) that accepts Production data answers in live mode.
+    static func scope(_ settings: Settings) -> ServiceScope {
+        let appStoreLive = settings.stripe.apiKey == nil && settings.appStore.bundleID != nil && settings.appStore.appAppleID != nil
+            && settings.appStore.environments.contains(.production)
+        return .forAPIKey(isLive: settings.stripe.apiKeyIsLive ?? (appStoreLive ? true : nil))
+    }
+
+    /// Says when the catalog's Stripe meters will not be reported by serve.
+    static func noteUnreportedMeters(_ plans: PlanCatalog, stripe: StripeClient?, settings: Settings, logger: Logger) {
+        guard plans.meters.contains(where: { $0.stripeMeter != nil }) else { return }
+        if stripe == nil {
+            logger.warning("meters with stripe_meter are in the plan catalog but STRIPE_API_KEY is not set: their usage is recorded and waits to be reported")
+        } else if settings.usage.reportInterval == nil {
+            logger.notice("BILLINGD_USAGE_REPORT_INTERVAL is off: usage is not reported to Stripe Billing Meters by serve; run `billingd usage report` from cron")
         }
-        var configuration = OutboxSender.Configuration(signer: signer)
-        configuration.connectTimeout = settings.appWebhookConnectTimeout
-        configuration.timeout = settings.appWebhookTimeout
-        return OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger)
+    }
+
+    /// The HTTP server: the routes of `dependencies` on `settings`' address and limits. Once it
+    /// listens it logs the start-up line, points local mode's stand-ins at it, and calls
+    /// `onListening`.
+    static func application(
+        _ settings: Settings.Server, dependencies: BillingServerDependencies, startup: [String: String], local: LocalModeParts,
+        webhookSecret: String, onListening: @escaping @Sendable (Int) async -> Void, logger: Logger
+    ) -> some Service {
+        // Where this machine reaches the server: loopback when it listens on every address.
+        let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.host) ? "127.0.0.1" : settings.host
+        let (localStripe, localAppStore) = (local.stripe, local.appStore)
+        return BillingApplication.application(
+            dependencies, host: settings.host, port: settings.port, limits: settings.connectionLimits, logger: logger
+        ) { channel in
+            let port = channel.localAddress?.port ?? settings.port
+            var metadata = startup.mapValues { Logger.MetadataValue.string($0) }
+            metadata["address"] = "http://\(settings.host):\(port)"
+            logger.notice("billingd listening", metadata: metadata)
+            await localStripe?.deliver(to: "http://\(reachableHost):\(port)/webhooks/stripe", secret: webhookSecret)
+            await localAppStore?.deliver(to: "http://\(reachableHost):\(port)/webhooks/appstore")
+            await onListening(port)
+        }
     }
 
     /// Runs every service until a graceful-shutdown signal, ``shutdown()`` or cancellation, and
@@ -238,21 +195,21 @@ public struct BillingDaemon: Sendable {
             return seconds % 60 == 0 ? "every \(seconds / 60)m" : "every \(seconds)s"
         }
         var summary = [
-            "address": "http://\(settings.host):\(settings.port)",
+            "address": "http://\(settings.server.host):\(settings.server.port)",
             // The PostgreSQL URL without its password, else the SQLite file.
-            "database": settings.databaseURL?.redacted ?? URL(fileURLWithPath: settings.databasePath).standardizedFileURL.path,
+            "database": settings.database.postgres?.redacted ?? URL(fileURLWithPath: settings.database.sqlitePath).standardizedFileURL.path,
             "webhook_secrets": local ? "local (generated)" : "\(secrets)",
-            "service_api": settings.apiTokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.apiTokens.count) token(s)",
-            "plans": catalog.map { "\(settings.plansPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
-            "stripe_api": stripe ? (settings.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
-            "app_store": appStore ? "on (\(settings.appStoreEnvironments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
+            "service_api": settings.serviceAPI.tokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.serviceAPI.tokens.count) token(s)",
+            "plans": catalog.map { "\(settings.plans.catalogPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
+            "stripe_api": stripe ? (settings.stripe.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
+            "app_store": appStore ? "on (\(settings.appStore.environments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
             "app_store_api": appStoreAPI.isEmpty ? "off" : appStoreAPI.joined(separator: ","),
         ]
         let scheduled = stripe || !appStoreAPI.isEmpty
-        summary["reconcile"] = scheduled ? every(settings.reconcileInterval) : "off (no API credentials)"
-        summary["events_sweep"] = stripe ? every(settings.eventsSweepInterval) : "off"
-        summary["usage_report"] = stripe ? every(settings.usageReportInterval) : "off"
-        summary["app_webhooks"] = settings.appWebhookURLs.isEmpty ? "off" : "\(settings.appWebhookURLs.count) endpoint(s)"
+        summary["reconcile"] = scheduled ? every(settings.reconcile.interval) : "off (no API credentials)"
+        summary["events_sweep"] = stripe ? every(settings.stripe.eventsSweepInterval) : "off"
+        summary["usage_report"] = stripe ? every(settings.usage.reportInterval) : "off"
+        summary["app_webhooks"] = settings.outbox.webhookURLs.isEmpty ? "off" : "\(settings.outbox.webhookURLs.count) endpoint(s)"
         return summary
     }
 }

@@ -10,14 +10,14 @@ public enum AppStoreSupport {
 
     /// The verifier `serve` uses; nil when App Store support is off. In local mode it also trusts
     /// the local PKI's root (and, without `APPSTORE_BUNDLE_ID`, accepts the local bundle id).
-    public static func verifier(_ settings: Settings, localRoot: [UInt8]?) throws -> AppStoreVerifier? {
-        var roots = try settings.appStoreRootCertificates.map { try loadCertificate(path: $0) }
+    public static func verifier(_ settings: Settings.AppStore, localRoot: [UInt8]?) throws -> AppStoreVerifier? {
+        var roots = try settings.rootCertificates.map { try loadCertificate(path: $0) }
         if roots.isEmpty { roots = [AppleRootCertificates.g3] }
-        guard let bundleID = settings.appStoreBundleID ?? (localRoot == nil ? nil : localBundleID) else { return nil }
+        guard let bundleID = settings.bundleID ?? (localRoot == nil ? nil : localBundleID) else { return nil }
         if let localRoot { roots.append(localRoot) }
         do {
             return try AppStoreVerifier(.init(
-                bundleID: bundleID, appAppleID: settings.appStoreAppAppleID, environments: settings.appStoreEnvironments,
+                bundleID: bundleID, appAppleID: settings.appAppleID, environments: settings.environments,
                 rootCertificates: roots))
         } catch {
             throw SettingsError.invalid("APPSTORE_ROOT_CERTIFICATES", nil, "X.509 certificates (DER or PEM): \(error.message)")
@@ -26,9 +26,9 @@ public enum AppStoreSupport {
 
     /// The verifier of StoreKit 1 receipts `serve` uses: the configured receipt roots, else Apple
     /// Inc. Root; in local mode also the local PKI's root, which signs local sample receipts.
-    public static func receiptVerifier(_ settings: Settings, localRoot: [UInt8]?) throws -> AppStoreReceiptVerifier {
+    public static func receiptVerifier(_ settings: Settings.AppStore, localRoot: [UInt8]?) throws -> AppStoreReceiptVerifier {
         let setting = "APPSTORE_RECEIPT_ROOT_CERTIFICATES"
-        var roots = try settings.appStoreReceiptRootCertificates.map { try loadCertificate(path: $0, setting: setting) }
+        var roots = try settings.receiptRootCertificates.map { try loadCertificate(path: $0, setting: setting) }
         if roots.isEmpty { roots = [AppleRootCertificates.appleIncRoot] }
         if let localRoot { roots.append(localRoot) }
         do {

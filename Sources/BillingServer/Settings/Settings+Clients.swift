@@ -5,24 +5,25 @@ import Crypto
 import Logging
 import StripeAPI
 
-extension Settings {
+extension Settings.Stripe {
     /// The process's Stripe client; nil when STRIPE_API_KEY is not set.
-    public func stripeClient(logger: Logger, observer: (any StripeClientObserver)? = nil) -> StripeClient? {
+    public func client(logger: Logger, observer: (any StripeClientObserver)? = nil) -> StripeClient? {
         guard let apiKey else { return nil }
-        var configuration = StripeClientConfiguration(apiKey: apiKey, baseURL: apiBase, apiVersion: stripeAPIVersion)
-        configuration.connectTimeout = stripeConnectTimeout
-        configuration.requestTimeout = stripeTimeout
-        configuration.maxRetries = stripeMaxRetries
-        if let stripeRateLimit { configuration.requestsPerSecond = stripeRateLimit }
+        var configuration = StripeClientConfiguration(apiKey: apiKey, baseURL: apiBase, apiVersion: apiVersion)
+        configuration.connectTimeout = connectTimeout
+        configuration.requestTimeout = timeout
+        configuration.maxRetries = maxRetries
+        if let rateLimit { configuration.requestsPerSecond = rateLimit }
         return StripeClient(configuration: configuration, logger: logger, observer: observer)
     }
+}
 
+extension Settings.AppStore {
     /// The process's App Store Server API clients, one per environment billingd accepts
     /// (Production, Sandbox), sharing one transport and one token bucket. Empty when the API
     /// settings are not set; throws when the key file is unsafe or not a key.
-    public func appStoreClients(logger: Logger) throws -> [AppStoreEnvironment: AppStoreClient] {
-        guard let issuerID = appStoreIssuerID, let keyID = appStoreKeyID, let path = appStorePrivateKeyPath,
-            let bundleID = appStoreBundleID,
+    public func clients(logger: Logger) throws -> [AppStoreEnvironment: AppStoreClient] {
+        guard let issuerID, let keyID, let path = privateKeyPath, let bundleID,
             let verifier = try AppStoreSupport.verifier(self, localRoot: nil)
         else { return [:] }
         let key: P256.Signing.PrivateKey
@@ -32,12 +33,12 @@ extension Settings {
             throw SettingsError.invalid("APPSTORE_PRIVATE_KEY", nil, error.message)
         }
         let transport = CurlTransport(maxConnections: 8)
-        let limiter = RequestRateLimiter(requestsPerSecond: appStoreRateLimit)
+        let limiter = RequestRateLimiter(requestsPerSecond: rateLimit)
         var clients: [AppStoreEnvironment: AppStoreClient] = [:]
-        for environment in [AppStoreEnvironment.production, .sandbox] where appStoreEnvironments.contains(environment) {
+        for environment in [AppStoreEnvironment.production, .sandbox] where environments.contains(environment) {
             let configuration = AppStoreClientConfiguration(
                 issuerID: issuerID, keyID: keyID, privateKey: key, bundleID: bundleID, environment: environment,
-                baseURL: appStoreAPIBase, requestsPerSecond: appStoreRateLimit)
+                baseURL: apiBase, requestsPerSecond: rateLimit)
             clients[environment] = AppStoreClient(
                 configuration: configuration, verifier: verifier, transport: transport, logger: logger, rateLimiter: limiter)
         }

@@ -14,7 +14,7 @@ public struct ServiceScope: Sendable, Hashable, CustomStringConvertible {
     public static let test = ServiceScope(livemode: false)
 
     /// The scope of a `STRIPE_API_KEY`: live keys (`sk_live_`, `rk_live_`) serve live data;
-    /// test keys, and no key, serve test data. `isLive` is `Settings.apiKeyIsLive`.
+    /// test keys, and no key, serve test data. `isLive` is `Settings.Stripe.apiKeyIsLive`.
     public static func forAPIKey(isLive: Bool?) -> ServiceScope {
         ServiceScope(livemode: isLive ?? false)
     }
