@@ -189,7 +189,7 @@ public struct BillingActions: Sendable {
         do {
             response = try await client.send(.get, "/v1/prices/\(id)", account: account)
         } catch {
-            if error.kind == .notFound || error.code == "resource_missing" {
+            if error.isMissingResource {
                 throw BillingError(
                     .badRequest, code: "unknown_price", message: "Stripe has no price \(id) in \(scope).", stripeRequestID: error.requestID)
             }
@@ -314,7 +314,7 @@ public struct BillingActions: Sendable {
                 response = try await client.send(.delete, path, account: account)
             }
         } catch {
-            if error.kind == .notFound || error.code == "resource_missing" {
+            if error.isMissingResource {
                 throw BillingError(
                     .notFound, code: "no_subscription",
                     message: "Stripe no longer has subscription \(subscription.id) (the ledger is behind; a reconcile will catch up): \(error.message)",
