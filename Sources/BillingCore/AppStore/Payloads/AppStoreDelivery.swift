@@ -12,16 +12,6 @@ public enum AppStoreDelivery: Sendable, Equatable {
     case app(AppStoreAppTransaction)
     /// A transaction (and renewal info) billingd fetched from the App Store Server API.
     case server(AppStoreServerSnapshot)
-
-    /// The notification types billingd applies. Any other is stored and marked ignored.
-    public static let appliedNotificationTypes: Set<String> = [
-        "SUBSCRIBED", "DID_RENEW", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED", "DID_CHANGE_RENEWAL_PREF",
-        "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED", "REFUND_REVERSED",
-        "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "CONSUMPTION_REQUEST", "ONE_TIME_CHARGE", "TEST",
-    ]
-
-    /// Types that are recorded but change no subscription state by themselves.
-    public static let recordOnlyNotificationTypes: Set<String> = ["TEST", "CONSUMPTION_REQUEST", "RENEWAL_EXTENSION"]
 }
 
 /// What the app's backend forwarded: a signed transaction, the user it reported it for, and

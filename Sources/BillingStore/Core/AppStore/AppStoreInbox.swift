@@ -11,11 +11,11 @@ extension InboxDelivery {
         let original = notification.originalTransactionID
         return InboxDelivery(
             envelope: EventEnvelope(
-                id: notification.notificationUUID, type: notification.notificationType, apiVersion: nil,
+                id: notification.notificationUUID, type: notification.notificationType.rawValue, apiVersion: nil,
                 created: notification.signedDate / 1000, livemode: environment.isLive,
                 account: AppStoreDelivery.inboxAccount(environment.rawValue), objectID: original,
                 objectType: original == nil ? nil : "appstore_subscription"),
-            body: body, receivedAt: receivedAt, source: source, secretIndex: nil, subtype: notification.subtype)
+            body: body, receivedAt: receivedAt, source: source, secretIndex: nil, subtype: notification.subtype?.rawValue)
     }
 }
 

@@ -85,7 +85,7 @@ extension DecodedDelivery {
             case .appStoreAPI:
                 return .appStore(.server(try AppStoreServerSnapshot(body: body)))
             default:
-                guard AppStoreDelivery.appliedNotificationTypes.contains(type) else { return .ignored }
+                guard AppStoreNotificationType(rawValue: type).isApplied else { return .ignored }
                 return .appStore(.notification(try AppStoreNotification(storedBody: body)))
             }
         } catch {
