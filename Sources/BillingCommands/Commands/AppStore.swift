@@ -134,7 +134,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
         }
         let deadline = ContinuousClock.now + .seconds(10)
         for sent in triggered.notifications {
-            while !(try await store.inbox.contains(eventID: sent.notificationUUID, account: "appstore:Sandbox", livemode: false)) {
+            while !(try await store.inbox.contains(eventID: sent.notificationUUID, account: InboxAccount.appStore(.sandbox).column, livemode: false)) {
                 guard ContinuousClock.now < deadline else {
                     throw CommandFailure(
                         .unavailable,

@@ -106,12 +106,11 @@ extension PreparedDelivery {
 }
 
 extension AppStoreDelivery {
-    /// The inbox account of an App Store environment (see `registerAppStoreMigrations`).
-    static func inboxAccount(_ environment: String) -> String { "appstore:" + environment }
-
-    /// The App Store environment of an inbox row: its account is `appstore:<environment>`.
+    /// The App Store environment an inbox row's writes are keyed by: the one its account names
+    /// (see ``InboxAccount``). Only App Store rows decode to App Store deliveries; any other
+    /// account would key them by its own text, as it always has.
     static func environment(inboxAccount account: String) -> String {
-        account.hasPrefix("appstore:") ? String(account.dropFirst("appstore:".count)) : account
+        InboxAccount(column: account).appStoreEnvironment?.rawValue ?? account
     }
 }
 
