@@ -121,3 +121,46 @@ struct ApplyPlanTests {
         }
     }
 }
+
+@Suite("A verified App Store notification carried to the apply step")
+struct CarriedNotificationTests {
+    typealias F = AppStoreFactory
+
+    @Test("The commit applies the notification the webhook verified, equal to what its stored body decodes to")
+    func carriedEqualsStored() throws {
+        let body = F.notification("DID_RENEW", original: "21", transaction: "22", purchase: F.t0, expires: F.t0 + 30 * F.day, signed: F.t0)
+        let delivery = try F.delivery(body)
+        guard case .notification(let verified) = delivery.verifiedAppStore else {
+            Issue.record("InboxDelivery.appStore carries no notification")
+            return
+        }
+        let prepared = PreparedDelivery(delivery)
+        let envelope = delivery.envelope
+        let stored = DecodedDelivery.decode(
+            source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: body)
+        guard case .appStore(.notification(let applied)) = prepared.decoded, case .appStore(.notification(let replayed)) = stored else {
+            Issue.record("not decoded as an App Store notification: \(prepared.decoded), \(stored)")
+            return
+        }
+        #expect(applied == verified)
+        #expect(replayed == verified)
+    }
+
+    @Test("A notification of a type billingd does not apply is ignored, carried or read back")
+    func unappliedTypeIgnored() throws {
+        let body = F.notification("SUBSCRIPTION_PAUSED", original: "31", transaction: "31", purchase: F.t0, expires: F.t0 + F.day, signed: F.t0)
+        let delivery = try F.delivery(body)
+        #expect(delivery.envelope.type == "SUBSCRIPTION_PAUSED")
+        guard case .ignored = PreparedDelivery(delivery).decoded else {
+            Issue.record("a carried SUBSCRIPTION_PAUSED was not ignored")
+            return
+        }
+        let envelope = delivery.envelope
+        guard case .ignored = DecodedDelivery.decode(
+            source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: body)
+        else {
+            Issue.record("a stored SUBSCRIPTION_PAUSED was not ignored")
+            return
+        }
+    }
+}

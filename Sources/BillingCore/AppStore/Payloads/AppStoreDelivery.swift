@@ -124,7 +124,9 @@ public enum AppStoreOwnershipRule: String, Sendable, Equatable, CaseIterable {
 
 extension AppStoreNotification {
     /// Reads a stored `{"signedPayload": …}` body back, decoding the JWS without verifying them
-    /// again (they were verified before the body was stored).
+    /// again (they were verified before the body was stored): the applier's path for rows it
+    /// reads from the inbox (retries, replay). The webhook carries its verified notification
+    /// instead (`InboxDelivery.verifiedAppStore`).
     public init(storedBody body: [UInt8]) throws(AppStorePayloadError) {
         let signedPayload = try Self.signedPayload(in: body)
         do {

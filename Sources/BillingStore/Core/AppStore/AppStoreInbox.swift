@@ -3,6 +3,7 @@ import BillingCore
 extension InboxDelivery {
     /// A verified App Store notification on its way into the inbox, keyed by its
     /// `notificationUUID` and environment; `body` is Apple's `{"signedPayload": …}` as received.
+    /// The notification rides along, so that the commit that stores it applies it as verified.
     /// - Parameter source: `.appStoreHistory` when reconcile recovered it from Get Notification History.
     public static func appStore(
         _ notification: AppStoreNotification, body: [UInt8], receivedAt: Int64, source: InboxSource = .appStoreNotification
@@ -15,7 +16,8 @@ extension InboxDelivery {
                 created: notification.signedDate / 1000, livemode: environment.isLive,
                 account: InboxAccount.appStore(environment).column, objectID: original,
                 objectType: original == nil ? nil : "appstore_subscription"),
-            body: body, receivedAt: receivedAt, source: source, secretIndex: nil, subtype: notification.subtype?.rawValue)
+            body: body, receivedAt: receivedAt, source: source, secretIndex: nil, subtype: notification.subtype?.rawValue,
+            verifiedAppStore: .notification(notification))
     }
 }
 

@@ -75,8 +75,9 @@ extension DecodedDelivery {
         }
     }
 
-    /// An App Store row: a notification (types billingd does not apply are ignored) or a
-    /// transaction the app forwarded. Both were verified before they were stored.
+    /// A stored App Store row: a notification (types billingd does not apply are ignored), a
+    /// transaction the app forwarded, or one fetched from the API. All were verified before they
+    /// were stored; their JWS are decoded here without verifying again.
     private static func decodeAppStore(source: InboxSource, type: String, body: [UInt8]) -> DecodedDelivery {
         do {
             switch source {
@@ -92,12 +93,25 @@ extension DecodedDelivery {
             return .failure(error.description)
         }
     }
+
+    /// App Store data verified and decoded by the caller: applied as it is, a notification of a
+    /// type billingd does not apply ignored, as ``decodeAppStore(source:type:body:)`` does with
+    /// the same data read back from the inbox.
+    static func verified(_ delivery: AppStoreDelivery) -> DecodedDelivery {
+        if case .notification(let notification) = delivery, !notification.notificationType.isApplied { return .ignored }
+        return .appStore(delivery)
+    }
 }
 
 extension PreparedDelivery {
-    /// A delivery decoded for a group commit, on the caller's task, for either backend.
+    /// A delivery decoded for a group commit, on the caller's task, for either backend; one whose
+    /// App Store data the caller verified and holds is not decoded again.
     init(_ delivery: InboxDelivery) {
         let envelope = delivery.envelope
+        if let verified = delivery.verifiedAppStore {
+            self.init(delivery: delivery, decoded: .verified(verified))
+            return
+        }
         self.init(
             delivery: delivery,
             decoded: DecodedDelivery.decode(
