@@ -75,7 +75,7 @@ public struct AppStoreWebhookController: Sendable {
         } catch {
             logger.error("App Store notification not stored", metadata: ["notification": "\(notification.notificationUUID)", "error": "\(error)"])
             throw APIError(
-                .serviceUnavailable, code: "store_unavailable",
+                .serviceUnavailable, reason: .storeUnavailable,
                 message: "The notification could not be stored durably; Apple will send it again.")
         }
         let duplicate = outcome == .duplicate
