@@ -166,8 +166,8 @@ struct EndpointTests {
             #expect(verified.environment == .production)
             let notification = try #require(await fake.notificationHistory.first)
             let verifiedNotification = try await verifier(for: fake).verifyNotification(notification.signedPayload)
-            #expect(verifiedNotification.notificationType == "SUBSCRIBED")
-            #expect(verifiedNotification.subtype == "INITIAL_BUY")
+            #expect(verifiedNotification.notificationType == .subscribed)
+            #expect(verifiedNotification.subtype == .initialBuy)
         }
     }
 }

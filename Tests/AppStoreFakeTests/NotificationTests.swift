@@ -22,7 +22,7 @@ struct NotificationTests {
             #expect(renewal.transactionID == ids[1])
             #expect(renewal.status == .active)
             let verified = try await verifier(for: fake).verifyNotification(renewal.signedPayload)
-            #expect(verified.notificationType == "DID_RENEW")
+            #expect(verified.notificationType == .didRenew)
             #expect(verified.signedDate == renewal.signedDate)
             #expect(verified.transaction != nil)
             #expect(verified.renewalInfo != nil)
@@ -258,7 +258,7 @@ struct NotificationTests {
             let signed = try #require(status.json["signedPayload"] as? String)
             #expect(signed == receiver.signedPayloads.first)
             let verified = try await verifier(for: fake).verifyNotification(signed)
-            #expect(verified.notificationType == "TEST")
+            #expect(verified.notificationType == .test)
             let attempts = try #require(status.json["sendAttempts"] as? [[String: Any]])
             #expect(attempts.map { $0["sendAttemptResult"] as? String } == ["SUCCESS"])
 

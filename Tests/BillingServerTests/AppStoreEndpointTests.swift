@@ -229,3 +229,28 @@ struct AppStoreServiceAPITests {
         }
     }
 }
+
+@Suite("POST /webhooks/appstore: a notification type Apple adds later")
+struct AppStoreNewNotificationTypeTests {
+    @Test("is stored under its own name and subtype, answered 200, counted as other, and ignored by the ledger")
+    func storedCountedIgnored() async throws {
+        let bed = try AppStoreTestbed()
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let body = bed.body(bed.sample("SUBSCRIPTION_PAUSED", "BY_USER", original: "2000000077"))
+        try await bed.application(ledger, catalog: .freeOnly).test(.router) { client in
+            let response = try await client.execute(uri: "/webhooks/appstore", method: .post, body: ByteBuffer(bytes: body))
+            #expect(response.status == .ok, "\(response.text)")
+            let events = try await SQLiteInbox(database: ledger.database).list(InboxFilter())
+            #expect(events.map(\.type) == ["SUBSCRIPTION_PAUSED"])
+            #expect(events.first?.subtype == "BY_USER")
+            #expect(events.first?.account == "appstore:Sandbox")
+            #expect(events.first?.status == .ignored)
+            try await client.execute(uri: "/metrics", method: .get) { metrics in
+                let text = String(buffer: metrics.body)
+                #expect(text.contains(#"billingd_appstore_notifications_total{outcome="accepted",type="other"} 1"#), "\(text)")
+                #expect(!text.contains("SUBSCRIPTION_PAUSED"))
+            }
+        }
+    }
+}

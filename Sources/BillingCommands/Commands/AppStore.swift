@@ -94,7 +94,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
             // refund, a change of renewal preference) is about the subscription's current one.
             let original = AppStoreSampleNotification.originalTransactionID(user: user ?? "", product: product)
             let current = try await store.appStore.subscription(environment: "Sandbox", originalTransactionID: original)
-            let startsPeriod = ["SUBSCRIBED", "DID_RENEW", "ONE_TIME_CHARGE"].contains(notificationType)
+            let startsPeriod = [.subscribed, .didRenew, .oneTimeCharge].contains(AppStoreNotificationType(rawValue: notificationType))
             let sample = AppStoreSampleNotification(
                 type: notificationType, subtype: subtype, productID: product, originalTransactionID: original,
                 transactionID: startsPeriod ? nil : current?.0.transactionID ?? original,
@@ -134,7 +134,7 @@ struct AppStoreTrigger: AsyncParsableCommand {
         }
         let deadline = ContinuousClock.now + .seconds(10)
         for sent in triggered.notifications {
-            while !(try await store.inbox.contains(eventID: sent.notificationUUID, account: "appstore:Sandbox", livemode: false)) {
+            while !(try await store.inbox.contains(eventID: sent.notificationUUID, account: InboxAccount.appStore(.sandbox).column, livemode: false)) {
                 guard ContinuousClock.now < deadline else {
                     throw CommandFailure(
                         .unavailable,

@@ -299,7 +299,7 @@ struct AppStoreTestNotification: AsyncParsableCommand {
                     guard let status = try await Self.status(client, token: token) else { continue }
                     lastResult = status.sendAttempts.last.map { "\($0.sendAttemptResult) at \(UTCTimestamp.string($0.attemptDate / 1000))" } ?? lastResult
                     let uuid = status.verified.notificationUUID
-                    if try await inbox.contains(eventID: uuid, account: "appstore:\(environment.rawValue)", livemode: environment.isLive) {
+                    if try await inbox.contains(eventID: uuid, account: InboxAccount.appStore(environment).column, livemode: environment.isLive) {
                         print("Received: notification \(uuid) is in billingd's inbox (Apple's send attempt: \(lastResult)).")
                         return
                     }

@@ -89,7 +89,7 @@ struct Checkout: AsyncParsableCommand {
                 user: user, scope: try BillingCommandSupport.scope(account, base: scope), plan: choice, quantity: quantity,
                 trialDays: trialDays, allowPromotionCodes: promotionCodes ? true : nil, successURL: successURL, cancelURL: cancelURL,
                 email: email)
-        } catch let error as BillingError {
+        } catch let error as APIError {
             throw ValidationError(BillingCommandSupport.optionMessage(error))
         }
     }
@@ -153,12 +153,12 @@ struct BillingCommandSupport {
         try? await support.store.close()
     }
 
-    /// Runs an action; a ``BillingError`` is printed as `billingd COMMAND: message` and ends the
+    /// Runs an action; a ``APIError`` is printed as `billingd COMMAND: message` and ends the
     /// process with 75 when trying again later may work (Stripe unreachable), else 1.
     func perform<T>(_ command: String, _ action: () async throws -> T) async throws -> T {
         do {
             return try await action()
-        } catch let error as BillingError {
+        } catch let error as APIError {
             FileHandle.standardError.write(Data("billingd \(command): \(error.message) (\(error.code))\n".utf8))
             throw ExitCode(error.retryAfter != nil ? 75 : 1)
         }
@@ -174,7 +174,7 @@ struct BillingCommandSupport {
     }
 
     /// A validation error's message with the JSON field names turned into option names.
-    static func optionMessage(_ error: BillingError) -> String {
+    static func optionMessage(_ error: APIError) -> String {
         var message = error.message
         for (field, option) in [
             ("\"success_url\"", "--success-url"), ("\"cancel_url\"", "--cancel-url"), ("\"return_url\"", "--return-url"),

@@ -37,7 +37,7 @@ struct Portal: AsyncParsableCommand {
     func input(scope: ServiceScope) throws -> PortalInput {
         do {
             return try PortalInput(user: user, scope: try BillingCommandSupport.scope(account, base: scope), returnURL: returnURL)
-        } catch let error as BillingError {
+        } catch let error as APIError {
             throw ValidationError(BillingCommandSupport.optionMessage(error))
         }
     }

@@ -87,11 +87,7 @@ public struct AppStoreController: Sendable {
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
             let body = try await Body(request, members: ["receipt_data"])
             let text = try body.string("receipt_data", hint: "the base64 of the app's receipt file (Bundle.main.appStoreReceiptURL)")
-            do {
-                return try await restore(receipt: text, for: user.user, logger: context.logger)
-            } catch let error as BillingError {
-                return error.response()
-            }
+            return try await restore(receipt: text, for: user.user, logger: context.logger)
         }
         router.get("users/:user/appstore/account-token") { request, context in
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
@@ -217,20 +213,20 @@ public struct AppStoreController: Sendable {
 
     /// A failed App Store Server API call as the client sees it: the operator's problem (502)
     /// or a passing one (503 with Retry-After). Never carries the key or a token.
-    static func unavailable(_ error: AppStoreAPIError) -> BillingError {
+    static func unavailable(_ error: AppStoreAPIError) -> APIError {
         switch error.kind {
         case .authentication, .signing:
-            return BillingError(
+            return APIError(
                 .badGateway, code: "appstore_auth_failed",
                 message: "The App Store Server API did not accept billingd's key (HTTP \(error.status.map(String.init) ?? "?")). This is an operator problem: check APPSTORE_ISSUER_ID, APPSTORE_KEY_ID, APPSTORE_PRIVATE_KEY and APPSTORE_BUNDLE_ID.")
         case .verification, .decoding:
-            return BillingError(
+            return APIError(
                 .badGateway, code: "appstore_bad_answer", message: "The App Store Server API's answer could not be trusted or read: \(error.message)")
         case .notFound, .invalidRequest, .rateLimited, .server, .transport, .cancelled:
-            return BillingError(
+            return APIError(
                 .serviceUnavailable, code: "appstore_unavailable",
                 message: "The App Store Server API could not be reached or was overloaded, after \(error.attempts) attempt(s). Try again in a few seconds.",
-                retryAfter: BillingError.stripeRetryAfter)
+                retryAfter: APIError.stripeRetryAfter)
         }
     }
 

@@ -75,18 +75,19 @@ public struct AppStoreWebhookController: Sendable {
         } catch {
             logger.error("App Store notification not stored", metadata: ["notification": "\(notification.notificationUUID)", "error": "\(error)"])
             throw APIError(
-                .serviceUnavailable, code: "store_unavailable",
+                .serviceUnavailable, reason: .storeUnavailable,
                 message: "The notification could not be stored durably; Apple will send it again.")
         }
         let duplicate = outcome == .duplicate
-        let type = AppStoreDelivery.appliedNotificationTypes.contains(notification.notificationType) ? notification.notificationType : "other"
+        // The label is bounded: a type billingd does not apply (a new one of Apple's among them) counts as `other`.
+        let type = notification.notificationType.isApplied ? notification.notificationType.rawValue : "other"
         metrics.count(
             "billingd_appstore_notifications_total", dimensions: [("outcome", duplicate ? "duplicate" : "accepted"), ("type", type)])
         logger.info(
             "App Store notification \(duplicate ? "duplicate" : "accepted")",
             metadata: [
                 "notification": "\(notification.notificationUUID)", "type": "\(type)",
-                "subtype": "\(notification.subtype.map(UserRequest.printable) ?? "-")", "environment": "\(UserRequest.printable(environment))",
+                "subtype": "\(notification.subtype.map { UserRequest.printable($0.rawValue) } ?? "-")", "environment": "\(UserRequest.printable(environment))",
             ])
         return DeliveryReceipt.response(id: notification.notificationUUID, duplicate: duplicate)
     }

@@ -10,7 +10,7 @@ import StripeAPI
 /// session, open the Customer Portal, cancel the subscription. Each applies Stripe's answer to
 /// the ledger under the version guard before returning, so that a read right after sees it.
 ///
-/// Throws ``BillingError`` for everything a client can act on (bad plan, already subscribed,
+/// Throws ``APIError`` for everything a client can act on (bad plan, already subscribed,
 /// Stripe's refusals and outages); other errors are the ledger's.
 public struct BillingActions: Sendable {
     /// A created Checkout session: where to send the buyer, and until when the link works.
@@ -84,11 +84,11 @@ public struct BillingActions: Sendable {
                     StripeIdempotencyKeys.forwarded($0, action: "checkout", user: input.user, scope: input.scope)
                 })
         } catch {
-            throw BillingError.stripe(error, doing: "create the Checkout session")
+            throw APIError.stripe(error, doing: "create the Checkout session")
         }
         let snapshot = try decode(.checkoutSession, response, what: "Checkout session")
         guard case .checkoutSession(let session) = snapshot.object, let url = session.url else {
-            throw BillingError(
+            throw APIError(
                 .badGateway, code: "stripe_bad_answer", message: "Stripe created Checkout session \(snapshot.objectID) without a URL.",
                 stripeRequestID: response.requestID)
         }
@@ -137,20 +137,20 @@ public struct BillingActions: Sendable {
         case .tier(let id, let interval):
             guard let tier = catalog.tier(id: id) else {
                 let forSale = catalog.tiers.filter { !$0.prices.isEmpty }.map(\.id)
-                throw BillingError(
+                throw APIError(
                     .badRequest, code: "unknown_plan",
                     message: "No tier of the plan catalog has the id \"\(CheckoutInput.printable(id))\"; tiers for sale: \(forSale.isEmpty ? "none (set BILLINGD_PLANS)" : forSale.joined(separator: ", ")).")
             }
             let priced = tier.prices.filter { $0.interval != nil }
             guard !priced.isEmpty else {
-                throw BillingError(
+                throw APIError(
                     .badRequest, code: "plan_not_for_sale",
                     message: "Tier \(tier.id) has no price with an interval in the plan catalog, so there is nothing to sell; it is the free tier or kept for existing subscribers.")
             }
             let chosen: PlanPrice
             if let interval {
                 guard let match = tier.price(for: interval) else {
-                    throw BillingError(
+                    throw APIError(
                         .badRequest, code: "unknown_plan",
                         message: "Tier \(tier.id) has no \(interval.rawValue)ly price in the plan catalog; it is sold by \(Set(priced.compactMap { $0.interval?.rawValue }).sorted().joined(separator: ", ")).")
                 }
@@ -163,7 +163,7 @@ public struct BillingActions: Sendable {
             } else if let lookupKey = chosen.lookupKey {
                 fetched = try await price(lookupKey: lookupKey, account: account, scope: scope)
             } else {
-                throw BillingError(.badRequest, code: "plan_not_for_sale", message: "Tier \(tier.id)'s price names neither an id nor a lookup key.")
+                throw APIError(.badRequest, code: "plan_not_for_sale", message: "Tier \(tier.id)'s price names neither an id nor a lookup key.")
             }
         case .price(let id):
             fetched = try await price(id: id, account: account, scope: scope)
@@ -171,12 +171,12 @@ public struct BillingActions: Sendable {
             fetched = try await price(lookupKey: key, account: account, scope: scope)
         }
         guard fetched.active != false else {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "price_inactive",
                 message: "Price \(fetched.id) is archived (inactive) in Stripe, and Checkout sells only active prices. Activate it, or point the plan catalog or the request at its replacement.")
         }
         guard fetched.recurring != nil || fetched.type == "recurring" else {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "price_not_recurring",
                 message: "Price \(fetched.id) is a one-time price; a subscription Checkout session needs a recurring price.")
         }
@@ -189,14 +189,14 @@ public struct BillingActions: Sendable {
         do {
             response = try await client.send(.get, "/v1/prices/\(id)", account: account)
         } catch {
-            if error.kind == .notFound || error.code == "resource_missing" {
-                throw BillingError(
+            if error.isMissingResource {
+                throw APIError(
                     .badRequest, code: "unknown_price", message: "Stripe has no price \(id) in \(scope).", stripeRequestID: error.requestID)
             }
-            throw BillingError.stripe(error, doing: "read price \(id)")
+            throw APIError.stripe(error, doing: "read price \(id)")
         }
         guard case .price(let price) = try decode(.price, response, what: "price").object else {
-            throw BillingError(.badGateway, code: "stripe_bad_answer", message: "Stripe's answer for price \(id) is not a price.")
+            throw APIError(.badGateway, code: "stripe_bad_answer", message: "Stripe's answer for price \(id) is not a price.")
         }
         return price
     }
@@ -208,10 +208,10 @@ public struct BillingActions: Sendable {
                 .get, "/v1/prices", parameters: ["lookup_keys": [.string(lookupKey)], "limit": 1], account: account)
             page = try StripeListPage(response: response)
         } catch {
-            throw BillingError.stripe(error, doing: "look up the price with lookup key \(lookupKey)")
+            throw APIError.stripe(error, doing: "look up the price with lookup key \(lookupKey)")
         }
         guard let object = page.objects.first else {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "unknown_price",
                 message: "No Stripe price in \(scope) has the lookup key \"\(CheckoutInput.printable(lookupKey))\".",
                 stripeRequestID: page.requestID)
@@ -220,12 +220,12 @@ public struct BillingActions: Sendable {
         do {
             snapshot = try APISnapshot.decode(.price, json: object.bytes, fetchedAt: page.date ?? nowSeconds, requestID: page.requestID)
         } catch {
-            throw BillingError(
+            throw APIError(
                 .badGateway, code: "stripe_bad_answer", message: "Stripe's price for lookup key \(lookupKey) could not be read: \(error)",
                 stripeRequestID: page.requestID)
         }
         guard case .price(let price) = snapshot.object else {
-            throw BillingError(.badGateway, code: "stripe_bad_answer", message: "Stripe's answer for lookup key \(lookupKey) is not a price.")
+            throw APIError(.badGateway, code: "stripe_bad_answer", message: "Stripe's answer for lookup key \(lookupKey) is not a price.")
         }
         return price
     }
@@ -246,7 +246,7 @@ public struct BillingActions: Sendable {
                 what = "price \(price.id)"
             }
             guard holds else { continue }
-            throw BillingError(
+            throw APIError(
                 .conflict, code: "already_subscribed",
                 message: "This user already has \(what) through subscription \(subscription.id) (\(alone.why.rawValue)). To change plan, quantity or payment method, or to renew a canceling subscription, open the Customer Portal (POST /v1/portal-sessions).")
         }
@@ -258,7 +258,7 @@ public struct BillingActions: Sendable {
     /// user has none (they never checked out).
     public func portal(_ input: PortalInput, logger: Logger) async throws -> PortalSessionResult {
         guard let customer = try await ledger.customers(of: input.user, in: input.scope).first else {
-            throw BillingError(
+            throw APIError(
                 .notFound, code: "user_not_found",
                 message: "No Stripe customer is tied to this app user in \(input.scope) (by metadata.app_user_id or a Checkout client_reference_id); start a Checkout session first.")
         }
@@ -271,12 +271,12 @@ public struct BillingActions: Sendable {
                     StripeIdempotencyKeys.forwarded($0, action: "portal", user: input.user, scope: input.scope)
                 })
         } catch {
-            throw BillingError.stripe(error, doing: "create the Customer Portal session")
+            throw APIError.stripe(error, doing: "create the Customer Portal session")
         }
         do {
             return try response.decode(PortalSessionResult.self)
         } catch {
-            throw BillingError.stripe(error, doing: "create the Customer Portal session")
+            throw APIError.stripe(error, doing: "create the Customer Portal session")
         }
     }
 
@@ -294,7 +294,7 @@ public struct BillingActions: Sendable {
         let billing = try await ledger.billing(of: input.user, in: input.scope)
         let resolution = billing.resolve(catalog, now: nowSeconds)
         guard resolution.entitled, let subscription = resolution.subscription else {
-            throw BillingError(
+            throw APIError(
                 .notFound, code: "no_subscription",
                 message: billing.isKnown
                     ? "This user has no subscription that gives access now (\(resolution.why.rawValue)), so there is nothing to cancel."
@@ -314,13 +314,13 @@ public struct BillingActions: Sendable {
                 response = try await client.send(.delete, path, account: account)
             }
         } catch {
-            if error.kind == .notFound || error.code == "resource_missing" {
-                throw BillingError(
+            if error.isMissingResource {
+                throw APIError(
                     .notFound, code: "no_subscription",
                     message: "Stripe no longer has subscription \(subscription.id) (the ledger is behind; a reconcile will catch up): \(error.message)",
                     stripeRequestID: error.requestID)
             }
-            throw BillingError.stripe(error, doing: "cancel subscription \(subscription.id)")
+            throw APIError.stripe(error, doing: "cancel subscription \(subscription.id)")
         }
         let snapshot = try decode(.subscription, response, what: "subscription")
         let applied = await record(snapshot, scope: input.scope, logger: logger)
@@ -346,7 +346,7 @@ public struct BillingActions: Sendable {
         do {
             return try APISnapshot.decode(kind, response: response)
         } catch {
-            throw BillingError(
+            throw APIError(
                 .badGateway, code: "stripe_bad_answer", message: "Stripe's answer (a \(what)) could not be read: \(error)",
                 stripeRequestID: response.requestID)
         }

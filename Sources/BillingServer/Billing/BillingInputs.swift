@@ -46,7 +46,7 @@ public struct CheckoutInput: Sendable, Equatable {
         user: String, scope: ServiceScope, plan: PlanChoice, quantity: Int64 = 1, trialDays: Int64? = nil,
         allowPromotionCodes: Bool? = nil, successURL: String, cancelURL: String, email: String? = nil,
         idempotencyKey: String? = nil
-    ) throws(BillingError) {
+    ) throws(APIError) {
         self.user = try CheckoutInput.user(user)
         self.scope = scope
         self.plan = try CheckoutInput.plan(plan)
@@ -59,14 +59,14 @@ public struct CheckoutInput: Sendable, Equatable {
         self.allowPromotionCodes = allowPromotionCodes
         self.successURL = try CheckoutInput.url(successURL, field: "success_url")
         self.cancelURL = try CheckoutInput.url(cancelURL, field: "cancel_url")
-        self.email = try email.map { email throws(BillingError) in try CheckoutInput.email(email) }
-        self.idempotencyKey = try idempotencyKey.map { key throws(BillingError) in try CheckoutInput.idempotencyKey(key) }
+        self.email = try email.map { email throws(APIError) in try CheckoutInput.email(email) }
+        self.idempotencyKey = try idempotencyKey.map { key throws(APIError) in try CheckoutInput.idempotencyKey(key) }
     }
 
     // MARK: - Field rules, shared with the portal and cancel inputs
 
     /// An app user id: 1 to 255 bytes of UTF-8 without control characters (as in the user endpoints' path).
-    static func user(_ user: String, field: String = "user") throws(BillingError) -> String {
+    static func user(_ user: String, field: String = "user") throws(APIError) -> String {
         guard !user.isEmpty else { throw .missingField(field, "give the app's id of the user") }
         guard user.utf8.count <= UserRequest.maximumUserBytes else {
             throw .invalidField(field, "an app user id of at most \(UserRequest.maximumUserBytes) bytes of UTF-8 (it is \(user.utf8.count))")
@@ -77,7 +77,7 @@ public struct CheckoutInput: Sendable, Equatable {
         return user
     }
 
-    static func plan(_ plan: PlanChoice) throws(BillingError) -> PlanChoice {
+    static func plan(_ plan: PlanChoice) throws(APIError) -> PlanChoice {
         switch plan {
         case .tier(let id, let interval):
             guard !id.isEmpty, id.utf8.count <= 64 else { throw .invalidField("plan", "a tier id of the plan catalog, such as pro") }
@@ -102,7 +102,7 @@ public struct CheckoutInput: Sendable, Equatable {
 
     /// An absolute `http` or `https` URL with a host. `{CHECKOUT_SESSION_ID}`, Stripe's template
     /// for the session id in `success_url`, is allowed.
-    static func url(_ value: String, field: String) throws(BillingError) -> String {
+    static func url(_ value: String, field: String) throws(APIError) -> String {
         guard !value.isEmpty else { throw .missingField(field, "give an absolute http(s) URL") }
         guard value.utf8.count <= maximumURLLength else {
             throw .invalidField(field, "a URL of at most \(maximumURLLength) characters")
@@ -119,7 +119,7 @@ public struct CheckoutInput: Sendable, Equatable {
     }
 
     /// An e-mail address of a plausible shape: one `@`, something before it, a dotted domain after.
-    static func email(_ value: String) throws(BillingError) -> String {
+    static func email(_ value: String) throws(APIError) -> String {
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
         let valid = value.utf8.count <= 512 && parts.count == 2 && !parts[0].isEmpty
             && parts[1].contains(".") && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !parts[1].contains("..")
@@ -129,10 +129,10 @@ public struct CheckoutInput: Sendable, Equatable {
     }
 
     /// An `Idempotency-Key`: 1 to 255 printable ASCII characters (Stripe's rule for its own keys).
-    static func idempotencyKey(_ value: String) throws(BillingError) -> String {
+    static func idempotencyKey(_ value: String) throws(APIError) -> String {
         let bytes = Array(value.utf8)
         guard (1...255).contains(bytes.count), bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "invalid_idempotency_key",
                 message: "The Idempotency-Key header must be 1 to 255 printable ASCII characters without spaces, e.g. a UUID.")
         }
@@ -140,7 +140,7 @@ public struct CheckoutInput: Sendable, Equatable {
     }
 
     /// A connected account id (`acct_…`), for the scope.
-    static func account(_ value: String) throws(BillingError) -> String {
+    static func account(_ value: String) throws(APIError) -> String {
         guard ServiceScope.isAccountID(value) else {
             throw .invalidField("account", "a Stripe connected account id (acct_…), or leave it out for the platform account")
         }
@@ -170,11 +170,11 @@ public struct PortalInput: Sendable, Equatable {
     public var returnURL: String
     public var idempotencyKey: String?
 
-    public init(user: String, scope: ServiceScope, returnURL: String, idempotencyKey: String? = nil) throws(BillingError) {
+    public init(user: String, scope: ServiceScope, returnURL: String, idempotencyKey: String? = nil) throws(APIError) {
         self.user = try CheckoutInput.user(user)
         self.scope = scope
         self.returnURL = try CheckoutInput.url(returnURL, field: "return_url")
-        self.idempotencyKey = try idempotencyKey.map { key throws(BillingError) in try CheckoutInput.idempotencyKey(key) }
+        self.idempotencyKey = try idempotencyKey.map { key throws(APIError) in try CheckoutInput.idempotencyKey(key) }
     }
 }
 
@@ -186,10 +186,10 @@ public struct CancelInput: Sendable, Equatable {
     public var atPeriodEnd: Bool
     public var idempotencyKey: String?
 
-    public init(user: String, scope: ServiceScope, atPeriodEnd: Bool = true, idempotencyKey: String? = nil) throws(BillingError) {
+    public init(user: String, scope: ServiceScope, atPeriodEnd: Bool = true, idempotencyKey: String? = nil) throws(APIError) {
         self.user = try CheckoutInput.user(user)
         self.scope = scope
         self.atPeriodEnd = atPeriodEnd
-        self.idempotencyKey = try idempotencyKey.map { key throws(BillingError) in try CheckoutInput.idempotencyKey(key) }
+        self.idempotencyKey = try idempotencyKey.map { key throws(APIError) in try CheckoutInput.idempotencyKey(key) }
     }
 }

@@ -85,18 +85,18 @@ public actor CustomerDirectory {
                 if let existing = try await ledger.customers(of: user, in: scope).first {
                     return Found(id: existing.id, created: false)
                 }
-                throw BillingError(
+                throw APIError(
                     .conflict, code: "customer_creation_conflict",
                     message: "Another request is creating the Stripe customer of this user with other details (such as another e-mail) right now. Try again in a few seconds.",
                     retryAfter: 2, stripeRequestID: error.requestID)
             }
-            throw BillingError.stripe(error, doing: "create the user's customer")
+            throw APIError.stripe(error, doing: "create the user's customer")
         }
         let snapshot: LedgerSnapshot
         do {
             snapshot = try APISnapshot.decode(.customer, response: response)
         } catch {
-            throw BillingError(
+            throw APIError(
                 .badGateway, code: "stripe_bad_answer",
                 message: "Stripe created the customer but its answer could not be read: \(error)", stripeRequestID: response.requestID)
         }

@@ -89,7 +89,7 @@ public struct AppStoreReconciler: Sendable {
     }
 
     public var environment: AppStoreEnvironment { client.configuration.environment }
-    var inboxAccount: String { "appstore:\(environment.rawValue)" }
+    var inboxAccount: String { InboxAccount.appStore(environment).column }
 
     /// Runs once. Throws ``LeaseHeld`` when another run holds the lease (nothing
     /// recorded) and ``Failure`` when the run could not complete; drift is not a failure.

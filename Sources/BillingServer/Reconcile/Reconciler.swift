@@ -101,8 +101,8 @@ public struct Reconciler: Sendable {
     /// the lease, and ``Failure`` when the run could not complete; drift is not a failure.
     public func run(_ options: Options, progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> ReconcileReport {
         let runs = store.reconcileRuns
-        let lost = try await LeaseWatch.hold(Self.leaseName, runs: runs, holder: holder, ttl: Self.leaseTTL, now: now)
-        defer { lost.stopRenewing() }
+        let lease = try await LeaseWatch.hold(Self.leaseName, runs: runs, holder: holder, ttl: Self.leaseTTL, now: now)
+        defer { lease.stopRenewing() }
 
         var report = ReconcileReport()
         report.mode = options.mode
@@ -122,15 +122,15 @@ public struct Reconciler: Sendable {
             "reconcile started",
             metadata: ["run": "\(report.runID)", "mode": "\(options.mode)", "kinds": "\(report.kinds.map(\.rawValue).joined(separator: ","))", "dry_run": "\(options.dryRun)"])
 
-        let walk = Walk(reconciler: self, options: options, lost: lost, progress: progress)
+        let run = ReconcileRun(reconciler: self, options: options, lease: lease, progress: progress)
         let failure: (any Error)?
         do {
-            try await walk.run(into: &report)
+            try await run.reconcile(into: &report)
             failure = nil
         } catch {
             failure = error
         }
-        report.stripeRequests = walk.requests.withLock { $0 }
+        report.stripeRequests = run.stripeRequests.withLock { $0 }
         report.finishedAt = now()
         report.outcome = failure == nil ? "completed" : "failed"
         report.error = failure.map { "\($0)" }
@@ -157,20 +157,22 @@ public struct Reconciler: Sendable {
     }
 }
 
-/// The state of one run while it walks Stripe.
-final class Walk: Sendable {
+/// One reconcile run against Stripe: its options, its lease, the Stripe requests it made so far,
+/// and the steps it takes (recover events, re-fetch marked objects, compare each list).
+final class ReconcileRun: Sendable {
     let reconciler: Reconciler
     let options: Reconciler.Options
-    let lost: LeaseWatch
+    let lease: LeaseWatch
     let progress: @Sendable (Reconciler.Progress) -> Void
-    let requests = Mutex(0)
+    /// Stripe requests made so far, for the report.
+    let stripeRequests = Mutex(0)
     let ledger: any LedgerReconciliationStore
     let account: String
 
-    init(reconciler: Reconciler, options: Reconciler.Options, lost: LeaseWatch, progress: @escaping @Sendable (Reconciler.Progress) -> Void) {
+    init(reconciler: Reconciler, options: Reconciler.Options, lease: LeaseWatch, progress: @escaping @Sendable (Reconciler.Progress) -> Void) {
         self.reconciler = reconciler
         self.options = options
-        self.lost = lost
+        self.lease = lease
         self.progress = progress
         self.ledger = reconciler.store.reconciliation
         self.account = options.account ?? ""
@@ -180,9 +182,10 @@ final class Walk: Sendable {
     var livemode: Bool { reconciler.livemode }
 
     /// Throws when the lease was lost or the task cancelled: stop at the next page.
-    func checkpoint() throws { try lost.checkpoint() }
+    func checkpoint() throws { try lease.checkpoint() }
 
-    func run(into report: inout ReconcileReport) async throws {
+    /// Takes the run's steps in order, recording each in `report`.
+    func reconcile(into report: inout ReconcileReport) async throws {
         let kinds = options.kinds.sorted()
         if kinds.contains(.events) {
             try await recoverEvents(into: &report)
@@ -235,7 +238,7 @@ final class Walk: Sendable {
         var writing: Task<PageReconciliation, any Error>?
         while let page = try await pages.next() {
             try checkpoint()
-            requests.withLock { $0 += 1 }
+            stripeRequests.withLock { $0 += 1 }
             report.listed(page.objects.count, kind: kind)
             // Objects whose JSON is byte for byte what the ledger holds need no decoding.
             let objects = page.objects.map { (id: $0.id, json: $0.bytes) }
@@ -316,7 +319,7 @@ final class Walk: Sendable {
         case .paymentMethod:
             var snapshots: [LedgerSnapshot] = []
             for try await page in client.list("/v1/customers/\(customer)/payment_methods", account: options.account, priority: .bulk) {
-                requests.withLock { $0 += 1 }
+                stripeRequests.withLock { $0 += 1 }
                 snapshots += try await Self.decode(page.objects, kind: .paymentMethod, fetchedAt: page.date ?? reconciler.now(), requestID: page.requestID)
             }
             let listed = Set(snapshots.map(\.objectID))
@@ -337,7 +340,7 @@ final class Walk: Sendable {
         for try await page in client.list(
             "/v1/entitlements/active_entitlements", parameters: ["customer": .string(customer)], account: options.account, priority: .bulk)
         {
-            requests.withLock { $0 += 1 }
+            stripeRequests.withLock { $0 += 1 }
             elements += page.objects.map { ArraySlice($0.bytes) }
             fetchedAt = max(fetchedAt, page.date ?? reconciler.now())
             requestID = page.requestID ?? requestID
@@ -425,7 +428,7 @@ final class Walk: Sendable {
         case .invoicePayment: path = "/v1/invoice_payments/\(id)"
         case .entitlementSummary: return .nothing
         }
-        requests.withLock { $0 += 1 }
+        stripeRequests.withLock { $0 += 1 }
         do {
             let response = try await client.send(.get, path, account: options.account, priority: .bulk)
             let fetchedAt = response.date ?? reconciler.now()
@@ -460,7 +463,7 @@ final class Walk: Sendable {
             client.list("/v1/events", parameters: ["created": .dictionary(["gte": .integer(events.from)])], account: options.account, priority: .bulk))
         while let page = try await pages.next() {
             try checkpoint()
-            requests.withLock { $0 += 1 }
+            stripeRequests.withLock { $0 += 1 }
             var deliveries: [InboxDelivery] = []
             for object in page.objects {
                 let body = Array(object.bytes)
@@ -547,19 +550,20 @@ public enum APISnapshot {
 /// Keeps one page request in flight ahead of the consumer, so that Stripe's latency overlaps
 /// with decoding and writing the current page. At most two pages are in memory.
 final class Prefetching: Sendable {
-    private let next_: Mutex<Task<StripeListPage?, any Error>?>
+    /// The request for the page after the one last returned, in flight.
+    private let ahead: Mutex<Task<StripeListPage?, any Error>?>
     private let iterator: Mutex<StripeListPages.AsyncIterator>
 
     init(_ pages: StripeListPages) {
         iterator = Mutex(pages.makeAsyncIterator())
-        next_ = Mutex(nil)
+        ahead = Mutex(nil)
     }
 
     func next() async throws -> StripeListPage? {
-        let pending = next_.withLock { $0.take() } ?? fetch()
+        let pending = ahead.withLock { $0.take() } ?? fetch()
         let page = try await pending.value
         if page != nil {
-            next_.withLock { $0 = fetch() }
+            ahead.withLock { $0 = fetch() }
         }
         return page
     }
@@ -576,6 +580,6 @@ final class Prefetching: Sendable {
     }
 
     deinit {
-        next_.withLock { $0?.cancel() }
+        ahead.withLock { $0?.cancel() }
     }
 }

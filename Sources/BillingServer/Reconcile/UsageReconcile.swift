@@ -44,7 +44,7 @@ enum UsageReconcile {
     }
 }
 
-extension Walk {
+extension ReconcileRun {
     /// The meter ids of Stripe's meters by event name (active ones win).
     private func stripeMeters() async throws -> [String: String] {
         struct Meter: Decodable {
@@ -55,7 +55,7 @@ extension Walk {
         var active: [String: String] = [:]
         var inactive: [String: String] = [:]
         for try await page in client.list("/v1/billing/meters", account: options.account, priority: .bulk) {
-            requests.withLock { $0 += 1 }
+            stripeRequests.withLock { $0 += 1 }
             for object in page.objects {
                 guard let meter = try? JSONDecoder().decode(Meter.self, from: Data(object.bytes)) else { continue }
                 if meter.status == "inactive" { inactive[meter.event_name] = meter.id } else { active[meter.event_name] = meter.id }
@@ -70,7 +70,7 @@ extension Walk {
             struct Summary: Decodable { let aggregated_value: Double }
             let data: [Summary]
         }
-        requests.withLock { $0 += 1 }
+        stripeRequests.withLock { $0 += 1 }
         let response = try await client.send(
             .get, "/v1/billing/meters/\(meter)/event_summaries",
             parameters: ["customer": .string(customer), "start_time": .integer(span.start), "end_time": .integer(span.end)],

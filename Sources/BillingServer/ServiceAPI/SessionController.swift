@@ -86,22 +86,18 @@ public struct SessionController: Sendable {
         }
     }
 
-    /// Runs a write: 503 without Stripe, ``BillingError``s rendered with their headers.
+    /// Runs a write: 503 without Stripe; a refusal (``APIError``) renders itself, headers and all.
     private func run(_ body: (BillingActions) async throws -> Response) async throws -> Response {
-        guard let actions else { return BillingError.stripeNotConfigured.response() }
-        do {
-            return try await body(actions)
-        } catch let error as BillingError {
-            return error.response()
-        }
+        guard let actions else { throw APIError.stripeNotConfigured }
+        return try await body(actions)
     }
 
-    func checkoutInput(_ request: Request) async throws(BillingError) -> CheckoutInput {
+    func checkoutInput(_ request: Request) async throws(APIError) -> CheckoutInput {
         let body = try await SessionRequestBody.read(request, allowed: Self.checkoutFields)
         let user = try body.requiredString("user", hint: "give the app's id of the user who buys")
         let given = ["plan", "price", "lookup_key"].filter(body.has)
         guard given.count <= 1 else {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "conflicting_fields",
                 message: "Give one of plan, price and lookup_key, not \(given.joined(separator: " and ")).")
         }
@@ -127,7 +123,7 @@ public struct SessionController: Sendable {
             email: try body.string("email"), idempotencyKey: request.headers[Self.idempotencyKeyHeader])
     }
 
-    func portalInput(_ request: Request) async throws(BillingError) -> PortalInput {
+    func portalInput(_ request: Request) async throws(APIError) -> PortalInput {
         let body = try await SessionRequestBody.read(request, allowed: Self.portalFields)
         return try PortalInput(
             user: try body.requiredString("user", hint: "give the app's id of the user"), scope: try scope(body),
@@ -136,7 +132,7 @@ public struct SessionController: Sendable {
     }
 
     /// The configured scope, or the same mode for the body's connected `account`.
-    private func scope(_ body: SessionRequestBody) throws(BillingError) -> ServiceScope {
+    private func scope(_ body: SessionRequestBody) throws(APIError) -> ServiceScope {
         guard let account = try body.string("account") else { return scope }
         return scope.account(try CheckoutInput.account(account))
     }

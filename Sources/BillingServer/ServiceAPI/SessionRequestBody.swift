@@ -60,31 +60,28 @@ struct SessionRequestBody {
     }
 
     /// Reads and checks the body. An empty body is an empty object when `emptyAllowed`.
-    static func read(_ request: Request, allowed: [String], emptyAllowed: Bool = false) async throws(BillingError) -> SessionRequestBody {
+    static func read(_ request: Request, allowed: [String], emptyAllowed: Bool = false) async throws(APIError) -> SessionRequestBody {
         let bytes: [UInt8]
         do {
             bytes = try await RequestBody.collect(request, limit: maximumSize)
-        } catch let error as APIError where error.code == "body_too_large" {
-            throw BillingError(
-                .contentTooLarge, code: "body_too_large", message: "The body is larger than \(maximumSize / 1024) KiB; these requests need a few hundred bytes.")
+        } catch let error as APIError where error.reason == .bodyTooLarge {
+            throw APIError(
+                .contentTooLarge, reason: .bodyTooLarge,
+                message: "The body is larger than \(maximumSize / 1024) KiB; these requests need a few hundred bytes.")
         } catch let error as APIError {
-            throw BillingError(error.status, code: error.code, message: error.message)
+            throw error
         } catch {
-            throw BillingError(.badRequest, code: "malformed_request", message: "The request body could not be read.")
+            throw APIError(.badRequest, code: "malformed_request", message: "The request body could not be read.")
         }
-        do {
-            try RequestBody.requireJSON(request, body: bytes)
-        } catch {
-            throw BillingError(error.status, code: error.code, message: error.message)
-        }
+        try RequestBody.requireJSON(request, body: bytes)
         if bytes.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             guard emptyAllowed else {
-                throw BillingError(.badRequest, code: "invalid_json", message: "The body is empty; send a JSON object with \(allowed.joined(separator: ", ")).")
+                throw APIError(.badRequest, code: "invalid_json", message: "The body is empty; send a JSON object with \(allowed.joined(separator: ", ")).")
             }
             return SessionRequestBody(fields: [:])
         }
         if let name = UntrustedJSON.duplicateKey(in: bytes) {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "duplicate_field",
                 message: "The body names \"\(UserRequest.printable(name))\" twice; send each field once.")
         }
@@ -93,12 +90,12 @@ struct SessionRequestBody {
             fields = try JSONDecoder().decode([String: Value].self, fromUntrusted: bytes)
         } catch {
             let isObject = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "{")
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "invalid_json",
                 message: isObject ? "The body is not valid JSON." : "The body must be a JSON object, such as {\"user\": \"user_42\", …}.")
         }
         for name in fields.keys.sorted() where !allowed.contains(name) {
-            throw BillingError(
+            throw APIError(
                 .badRequest, code: "unknown_field",
                 message: "Unknown field \"\(UserRequest.printable(name))\"; this endpoint takes \(allowed.joined(separator: ", ")).")
         }
@@ -111,7 +108,7 @@ struct SessionRequestBody {
         return true
     }
 
-    func string(_ name: String) throws(BillingError) -> String? {
+    func string(_ name: String) throws(APIError) -> String? {
         switch fields[name] ?? .null {
         case .null: return nil
         case .string(let value): return value
@@ -119,12 +116,12 @@ struct SessionRequestBody {
         }
     }
 
-    func requiredString(_ name: String, hint: String = "") throws(BillingError) -> String {
+    func requiredString(_ name: String, hint: String = "") throws(APIError) -> String {
         guard let value = try string(name) else { throw .missingField(name, hint) }
         return value
     }
 
-    func integer(_ name: String) throws(BillingError) -> Int64? {
+    func integer(_ name: String) throws(APIError) -> Int64? {
         switch fields[name] ?? .null {
         case .null: return nil
         case .integer(let value): return value
@@ -133,7 +130,7 @@ struct SessionRequestBody {
         }
     }
 
-    func bool(_ name: String) throws(BillingError) -> Bool? {
+    func bool(_ name: String) throws(APIError) -> Bool? {
         switch fields[name] ?? .null {
         case .null: return nil
         case .bool(let value): return value
@@ -141,7 +138,7 @@ struct SessionRequestBody {
         }
     }
 
-    static func wrongType(_ name: String, expected: String, got: Value) -> BillingError {
-        BillingError(.badRequest, code: "invalid_field", message: "The field \"\(name)\" must be \(expected), not \(got.typeName).")
+    static func wrongType(_ name: String, expected: String, got: Value) -> APIError {
+        APIError(.badRequest, code: "invalid_field", message: "The field \"\(name)\" must be \(expected), not \(got.typeName).")
     }
 }

@@ -394,19 +394,15 @@ public struct UsageReporter: Sendable {
     // MARK: - Stripe's answers
 
     /// What a failed call means for the record. A duplicate identifier is Stripe's proof that an
-    /// earlier attempt got through: its v1 answer is a 400 whose message says so (and no code);
-    /// the v2 API's code is `duplicate_meter_event`. Both are read.
+    /// earlier attempt got through (``StripeError/isDuplicateMeterEvent`` reads v1's and v2's answers).
     public static func outcome(of error: StripeError) -> MeterEventOutcome {
-        if error.status == 400, error.code == "duplicate_meter_event" || error.message.contains("already exists with identifier") {
-            return .duplicate
-        }
+        if error.isDuplicateMeterEvent { return .duplicate }
         switch error.kind {
         case .transport, .server, .cancelled, .idempotency:
             // The request may have been processed: only a resend with the identifier can tell.
             return .unknown(error.description)
         default:
-            let timestamp = error.param == "timestamp" || error.code == "timestamp_too_far_in_past" || error.code == "timestamp_in_future"
-            return .refused(error.description, final: timestamp && error.code != "timestamp_in_future")
+            return .refused(error.description, final: error.isMeterEventTimestampRefused && !error.isMeterEventTimestampInFuture)
         }
     }
 

@@ -25,7 +25,7 @@ enum RequestBody {
     static func clientError(_ error: any Error, limit: Int? = nil) -> APIError? {
         switch error {
         case is NIOTooManyBytesError:
-            return limit.map(tooLarge) ?? APIError(.contentTooLarge, code: "body_too_large", message: "The body is too large.")
+            return limit.map(tooLarge) ?? APIError(.contentTooLarge, reason: .bodyTooLarge, message: "The body is too large.")
         case let parserError as HTTPParserError:
             return APIError(.badRequest, code: "malformed_request", message: RequestGuard.message(parserError))
         case is RequestBodyTimeout:
@@ -62,6 +62,6 @@ enum RequestBody {
     }
 
     static func tooLarge(_ limit: Int) -> APIError {
-        APIError(.contentTooLarge, code: "body_too_large", message: "The body is larger than \(limit) bytes.")
+        APIError(.contentTooLarge, reason: .bodyTooLarge, message: "The body is larger than \(limit) bytes.")
     }
 }

@@ -60,7 +60,7 @@ public struct WebhookController: Sendable {
             metrics.ingestLatency(ContinuousClock.now - started)
             return outcome
         } catch let error as APIError {
-            let outcome = Self.outcome(for: error)
+            let outcome = BillingMetrics.DeliveryOutcome(refusal: error.reason)
             metrics.delivery(outcome, eventType: eventType)
             rejections.notice(
                 "webhook rejected", reason: error.code,
@@ -79,7 +79,7 @@ public struct WebhookController: Sendable {
                 body: body, header: request.headers[Self.signatureHeader],
                 now: Int64(now().timeIntervalSince1970))
         } catch {
-            throw APIError(.badRequest, code: error.code, message: error.message)
+            throw APIError(.badRequest, reason: .signature(error), message: error.message)
         }
         let secretIndex = signature.secretIndex
 
@@ -87,13 +87,13 @@ public struct WebhookController: Sendable {
         do {
             envelope = try EventEnvelope(decoding: body)
         } catch {
-            throw APIError(.badRequest, code: error.code, message: error.message)
+            throw APIError(.badRequest, reason: .event(error), message: error.message)
         }
         eventType = envelope.type
         do {
             try envelope.checkCreated(signedAt: signature.timestamp, tolerance: verifier.tolerance)
         } catch {
-            throw APIError(.badRequest, code: error.code, message: error.message)
+            throw APIError(.badRequest, reason: .event(error), message: error.message)
         }
 
         let delivery = InboxDelivery(
@@ -112,7 +112,7 @@ public struct WebhookController: Sendable {
             logger.error(
                 "webhook not stored", metadata: ["event": "\(envelope.id)", "type": "\(envelope.type)", "error": "\(error)"])
             throw APIError(
-                .serviceUnavailable, code: "store_unavailable",
+                .serviceUnavailable, reason: .storeUnavailable,
                 message: "The delivery could not be stored durably; Stripe will retry it.")
         }
         let duplicate = outcome == .duplicate
@@ -127,18 +127,21 @@ public struct WebhookController: Sendable {
         return DeliveryReceipt.response(id: envelope.id, duplicate: duplicate)
     }
 
-    private static func outcome(for error: APIError) -> BillingMetrics.DeliveryOutcome {
-        switch error.code {
-        case "body_too_large": .tooLarge
-        case "signature_timestamp_too_old", "signature_timestamp_in_future": .staleTimestamp
-        case "signature_mismatch": .badSignature
-        case "store_unavailable": .storeFailed
-        default: .malformed
-        }
-    }
-
     static func milliseconds(_ duration: Duration) -> String {
         let ms = Double(duration.nanoseconds) / 1_000_000
         return String(format: "%.2f", ms)
+    }
+}
+
+extension BillingMetrics.DeliveryOutcome {
+    /// The outcome a refused webhook delivery is counted under.
+    init(refusal reason: APIError.Reason) {
+        switch reason {
+        case .bodyTooLarge: self = .tooLarge
+        case .signature(.noMatchingSignature): self = .badSignature
+        case .signature(let error) where error.isStale: self = .staleTimestamp
+        case .storeUnavailable: self = .storeFailed
+        case .signature, .event, .other: self = .malformed
+        }
     }
 }

@@ -117,7 +117,7 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
             SELECT originalTransactionID, reason FROM (
                 SELECT s.originalTransactionID,
                     CASE
-                        WHEN EXISTS (SELECT 1 FROM inboxEvent e WHERE e.account = 'appstore:' || s.environment
+                        WHEN EXISTS (SELECT 1 FROM inboxEvent e WHERE e.account = '\(unescaped: InboxAccount.appStorePrefix)' || s.environment
                             AND e.objectID = s.originalTransactionID AND e.status IN (\(unescaped: unapplied))) THEN 'failed_delivery'
                         WHEN s.status = 'active' AND s.expiresDate IS NOT NULL AND s.expiresDate < \(now)
                             AND NOT s.revoked THEN 'expired_while_active'

@@ -17,7 +17,7 @@ extension SQLiteAppStore: AppStoreReconciliationStore {
                 db.cachedStatement(sql: """
                     SELECT s.originalTransactionID,
                         CASE
-                            WHEN \(SQLiteInbox.hasUnappliedEvent(accountSQL: "'appstore:' || s.environment", objectSQL: "s.originalTransactionID"))
+                            WHEN \(SQLiteInbox.hasUnappliedEvent(accountSQL: "'\(InboxAccount.appStorePrefix)' || s.environment", objectSQL: "s.originalTransactionID"))
                                 THEN 'failed_delivery'
                             WHEN s.status = 'active' AND s.expiresDate IS NOT NULL AND s.expiresDate < ?2
                                 AND s.revoked = 0 THEN 'expired_while_active'

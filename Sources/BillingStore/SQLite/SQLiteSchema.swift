@@ -217,9 +217,9 @@ extension SQLiteMigrations {
     /// `Xcode` and `LocalTesting` are test mode), so the environments never mix (invariant 4).
     ///
     /// In the inbox an App Store row is keyed by (`notificationUUID`, account, livemode) with
-    /// account `appstore:<environment>`: Stripe accounts are '' or `acct_…`, so the two stores'
-    /// keys never collide, and the unique key that deduplicates Stripe's redeliveries
-    /// deduplicates Apple's as well.
+    /// account `appstore:<environment>` (``InboxAccount``): Stripe accounts are '' or `acct_…`,
+    /// so the two stores' keys never collide, and the unique key that deduplicates Stripe's
+    /// redeliveries deduplicates Apple's as well.
     static func registerAppStoreMigrations(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v4-appstore") { db in
             try db.execute(sql: """

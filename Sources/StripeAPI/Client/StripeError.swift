@@ -102,3 +102,30 @@ public struct StripeError: Error, Sendable, CustomStringConvertible {
         )
     }
 }
+
+// MARK: - What Stripe's answer means
+
+extension StripeError {
+    /// Stripe has no such object: a 404, or `resource_missing` (an object named by a parameter).
+    public var isMissingResource: Bool {
+        kind == .notFound || code == "resource_missing"
+    }
+
+    /// A meter event with this identifier was already accepted, Stripe's proof that an earlier
+    /// attempt got through. The v2 API answers `duplicate_meter_event`; v1 answers a 400 with no
+    /// code whose message says so, the one answer whose text has to be read.
+    public var isDuplicateMeterEvent: Bool {
+        status == 400 && (code == "duplicate_meter_event" || message.contains("already exists with identifier"))
+    }
+
+    /// A meter event's timestamp is outside the window Stripe accepts (too old or ahead of its clock).
+    public var isMeterEventTimestampRefused: Bool {
+        param == "timestamp" || code == "timestamp_too_far_in_past" || code == "timestamp_in_future"
+    }
+
+    /// A meter event's timestamp is ahead of Stripe's clock: unlike a too old one, it may be
+    /// accepted later.
+    public var isMeterEventTimestampInFuture: Bool {
+        code == "timestamp_in_future"
+    }
+}

@@ -55,17 +55,17 @@ struct ApplyPlanTests {
         let delivery = DecodedDelivery.appStore(.server(try Self.snapshot()))
         var announcing = ApplyTally(configuration: Self.configuration, announces: true)
         _ = announcing.drain(delivery, apiVersion: nil)
-        announcing.written(.stale, delivery, account: AppStoreDelivery.inboxAccount("Sandbox"), livemode: false)
+        announcing.written(.stale, delivery, account: InboxAccount.appStore(.sandbox).column, livemode: false)
         #expect(announcing.pass.stale == 1)
         #expect(announcing.touches.isEmpty)
         _ = announcing.drain(delivery, apiVersion: nil)
-        announcing.written(.applied, delivery, account: AppStoreDelivery.inboxAccount("Sandbox"), livemode: false)
+        announcing.written(.applied, delivery, account: InboxAccount.appStore(.sandbox).column, livemode: false)
         #expect(announcing.pass.applied == 1)
         #expect(announcing.touches.purchases == [.init(environment: "Sandbox", originalTransactionID: "2000000000000001")])
 
         var silent = ApplyTally(configuration: Self.configuration, announces: false)
         _ = silent.drain(delivery, apiVersion: nil)
-        silent.written(.applied, delivery, account: AppStoreDelivery.inboxAccount("Sandbox"), livemode: false)
+        silent.written(.applied, delivery, account: InboxAccount.appStore(.sandbox).column, livemode: false)
         #expect(silent.pass.applied == 1)
         #expect(silent.touches.isEmpty)
     }
@@ -118,6 +118,49 @@ struct ApplyPlanTests {
         case .refreshSubscription: "refreshSubscription"
         case .tie(let user, let rule): "tie(\(user), \(rule))"
         case .tieByAccountToken: "tieByAccountToken"
+        }
+    }
+}
+
+@Suite("A verified App Store notification carried to the apply step")
+struct CarriedNotificationTests {
+    typealias F = AppStoreFactory
+
+    @Test("The commit applies the notification the webhook verified, equal to what its stored body decodes to")
+    func carriedEqualsStored() throws {
+        let body = F.notification("DID_RENEW", original: "21", transaction: "22", purchase: F.t0, expires: F.t0 + 30 * F.day, signed: F.t0)
+        let delivery = try F.delivery(body)
+        guard case .notification(let verified) = delivery.verifiedAppStore else {
+            Issue.record("InboxDelivery.appStore carries no notification")
+            return
+        }
+        let prepared = PreparedDelivery(delivery)
+        let envelope = delivery.envelope
+        let stored = DecodedDelivery.decode(
+            source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: body)
+        guard case .appStore(.notification(let applied)) = prepared.decoded, case .appStore(.notification(let replayed)) = stored else {
+            Issue.record("not decoded as an App Store notification: \(prepared.decoded), \(stored)")
+            return
+        }
+        #expect(applied == verified)
+        #expect(replayed == verified)
+    }
+
+    @Test("A notification of a type billingd does not apply is ignored, carried or read back")
+    func unappliedTypeIgnored() throws {
+        let body = F.notification("SUBSCRIPTION_PAUSED", original: "31", transaction: "31", purchase: F.t0, expires: F.t0 + F.day, signed: F.t0)
+        let delivery = try F.delivery(body)
+        #expect(delivery.envelope.type == "SUBSCRIPTION_PAUSED")
+        guard case .ignored = PreparedDelivery(delivery).decoded else {
+            Issue.record("a carried SUBSCRIPTION_PAUSED was not ignored")
+            return
+        }
+        let envelope = delivery.envelope
+        guard case .ignored = DecodedDelivery.decode(
+            source: delivery.source, type: envelope.type, eventID: envelope.id, created: envelope.created, body: body)
+        else {
+            Issue.record("a stored SUBSCRIPTION_PAUSED was not ignored")
+            return
         }
     }
 }

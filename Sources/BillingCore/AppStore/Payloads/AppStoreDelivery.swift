@@ -12,16 +12,6 @@ public enum AppStoreDelivery: Sendable, Equatable {
     case app(AppStoreAppTransaction)
     /// A transaction (and renewal info) billingd fetched from the App Store Server API.
     case server(AppStoreServerSnapshot)
-
-    /// The notification types billingd applies. Any other is stored and marked ignored.
-    public static let appliedNotificationTypes: Set<String> = [
-        "SUBSCRIBED", "DID_RENEW", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED", "DID_CHANGE_RENEWAL_PREF",
-        "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED", "REFUND_REVERSED",
-        "REVOKE", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "CONSUMPTION_REQUEST", "ONE_TIME_CHARGE", "TEST",
-    ]
-
-    /// Types that are recorded but change no subscription state by themselves.
-    public static let recordOnlyNotificationTypes: Set<String> = ["TEST", "CONSUMPTION_REQUEST", "RENEWAL_EXTENSION"]
 }
 
 /// What the app's backend forwarded: a signed transaction, the user it reported it for, and
@@ -134,7 +124,9 @@ public enum AppStoreOwnershipRule: String, Sendable, Equatable, CaseIterable {
 
 extension AppStoreNotification {
     /// Reads a stored `{"signedPayload": …}` body back, decoding the JWS without verifying them
-    /// again (they were verified before the body was stored).
+    /// again (they were verified before the body was stored): the applier's path for rows it
+    /// reads from the inbox (retries, replay). The webhook carries its verified notification
+    /// instead (`InboxDelivery.verifiedAppStore`).
     public init(storedBody body: [UInt8]) throws(AppStorePayloadError) {
         let signedPayload = try Self.signedPayload(in: body)
         do {

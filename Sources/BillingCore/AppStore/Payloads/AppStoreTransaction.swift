@@ -142,8 +142,8 @@ public struct AppStoreRenewalInfo: Sendable, Equatable {
 public struct AppStoreNotification: Sendable, Equatable {
     public var notificationUUID: String
     /// `SUBSCRIBED`, `DID_RENEW`, … kept as Apple spells it, including types billingd does not know.
-    public var notificationType: String
-    public var subtype: String?
+    public var notificationType: AppStoreNotificationType
+    public var subtype: AppStoreNotificationSubtype?
     public var signedDate: Int64
     public var environment: String?
     public var bundleID: String?
@@ -162,8 +162,8 @@ public struct AppStoreNotification: Sendable, Equatable {
         guard let type = payload.string("notificationType") else { throw AppStorePayloadError("the notification has no notificationType") }
         guard let signedDate = payload.int64("signedDate") else { throw AppStorePayloadError("the notification has no signedDate") }
         notificationUUID = uuid
-        notificationType = type
-        subtype = payload.string("subtype")
+        notificationType = AppStoreNotificationType(rawValue: type)
+        subtype = payload.string("subtype").map(AppStoreNotificationSubtype.init)
         self.signedDate = signedDate
         let data = payload.nested("data") ?? payload.nested("summary") ?? payload.nested("externalPurchaseToken")
         environment = data?.string("environment")

@@ -110,7 +110,8 @@ public struct AppStoreVerifier: Sendable {
             try Self.checkSameEnvironment(renewalInfo?.environment, as: environment, place: place)
         }
         return VerifiedNotification(
-            payload: jws.payload, notificationUUID: uuid, notificationType: type, subtype: fields.subtype,
+            payload: jws.payload, notificationUUID: uuid, notificationType: AppStoreNotificationType(rawValue: type),
+            subtype: fields.subtype.map(AppStoreNotificationSubtype.init),
             environment: environment, signedDate: signedDate, transaction: transaction, renewalInfo: renewalInfo)
     }
 

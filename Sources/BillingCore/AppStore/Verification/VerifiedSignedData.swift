@@ -18,8 +18,8 @@ public struct VerifiedNotification: Sendable, Equatable {
     /// The notification payload JSON, exactly as signed.
     public let payload: [UInt8]
     public let notificationUUID: String
-    public let notificationType: String
-    public let subtype: String?
+    public let notificationType: AppStoreNotificationType
+    public let subtype: AppStoreNotificationSubtype?
     /// From `data.environment`, or `summary.environment` / `externalPurchaseToken` for types that have no data.
     public let environment: AppStoreEnvironment
     /// Unix milliseconds at which Apple signed the notification.
@@ -30,7 +30,7 @@ public struct VerifiedNotification: Sendable, Equatable {
     public let renewalInfo: VerifiedSignedData?
 
     public init(
-        payload: [UInt8], notificationUUID: String, notificationType: String, subtype: String?,
+        payload: [UInt8], notificationUUID: String, notificationType: AppStoreNotificationType, subtype: AppStoreNotificationSubtype?,
         environment: AppStoreEnvironment, signedDate: Int64, transaction: VerifiedSignedData?, renewalInfo: VerifiedSignedData?
     ) {
         self.payload = payload

@@ -41,7 +41,7 @@ struct AppStoreApplyPlan: Sendable {
         switch delivery {
         case .notification(let notification):
             if let transaction = notification.transaction {
-                steps.append(.transaction(transaction, reversal: notification.notificationType == "REFUND_REVERSED"))
+                steps.append(.transaction(transaction, reversal: notification.notificationType == .refundReversed))
             }
             if let renewal = notification.renewalInfo { steps.append(.renewal(renewal)) }
             steps += [.notification(notification), .refreshSubscription, .tieByAccountToken]

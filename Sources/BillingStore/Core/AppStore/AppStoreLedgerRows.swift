@@ -132,7 +132,7 @@ enum AppStoreLedgerRows {
 
     static func notificationValues(_ notification: AppStoreNotification, original: String, environment: String) -> [LedgerValue] {
         [
-            .text(notification.notificationType), notification.subtype.ledgerValue, notification.status.ledgerValue,
+            .text(notification.notificationType.rawValue), notification.subtype.map(\.rawValue).ledgerValue, notification.status.ledgerValue,
             .integer(notification.signedDate), .text(notification.notificationUUID), .text(environment), .text(original),
             .integer(notification.signedDate), .integer(notification.signedDate), .text(notification.notificationUUID),
         ]

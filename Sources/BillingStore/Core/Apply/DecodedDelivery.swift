@@ -75,8 +75,9 @@ extension DecodedDelivery {
         }
     }
 
-    /// An App Store row: a notification (types billingd does not apply are ignored) or a
-    /// transaction the app forwarded. Both were verified before they were stored.
+    /// A stored App Store row: a notification (types billingd does not apply are ignored), a
+    /// transaction the app forwarded, or one fetched from the API. All were verified before they
+    /// were stored; their JWS are decoded here without verifying again.
     private static func decodeAppStore(source: InboxSource, type: String, body: [UInt8]) -> DecodedDelivery {
         do {
             switch source {
@@ -85,19 +86,32 @@ extension DecodedDelivery {
             case .appStoreAPI:
                 return .appStore(.server(try AppStoreServerSnapshot(body: body)))
             default:
-                guard AppStoreDelivery.appliedNotificationTypes.contains(type) else { return .ignored }
+                guard AppStoreNotificationType(rawValue: type).isApplied else { return .ignored }
                 return .appStore(.notification(try AppStoreNotification(storedBody: body)))
             }
         } catch {
             return .failure(error.description)
         }
     }
+
+    /// App Store data verified and decoded by the caller: applied as it is, a notification of a
+    /// type billingd does not apply ignored, as ``decodeAppStore(source:type:body:)`` does with
+    /// the same data read back from the inbox.
+    static func verified(_ delivery: AppStoreDelivery) -> DecodedDelivery {
+        if case .notification(let notification) = delivery, !notification.notificationType.isApplied { return .ignored }
+        return .appStore(delivery)
+    }
 }
 
 extension PreparedDelivery {
-    /// A delivery decoded for a group commit, on the caller's task, for either backend.
+    /// A delivery decoded for a group commit, on the caller's task, for either backend; one whose
+    /// App Store data the caller verified and holds is not decoded again.
     init(_ delivery: InboxDelivery) {
         let envelope = delivery.envelope
+        if let verified = delivery.verifiedAppStore {
+            self.init(delivery: delivery, decoded: .verified(verified))
+            return
+        }
         self.init(
             delivery: delivery,
             decoded: DecodedDelivery.decode(
@@ -106,12 +120,11 @@ extension PreparedDelivery {
 }
 
 extension AppStoreDelivery {
-    /// The inbox account of an App Store environment (see `registerAppStoreMigrations`).
-    static func inboxAccount(_ environment: String) -> String { "appstore:" + environment }
-
-    /// The App Store environment of an inbox row: its account is `appstore:<environment>`.
+    /// The App Store environment an inbox row's writes are keyed by: the one its account names
+    /// (see ``InboxAccount``). Only App Store rows decode to App Store deliveries; any other
+    /// account would key them by its own text, as it always has.
     static func environment(inboxAccount account: String) -> String {
-        account.hasPrefix("appstore:") ? String(account.dropFirst("appstore:".count)) : account
+        InboxAccount(column: account).appStoreEnvironment?.rawValue ?? account
     }
 }
 

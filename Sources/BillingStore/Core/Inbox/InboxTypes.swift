@@ -13,9 +13,15 @@ public struct InboxDelivery: Sendable {
     public let secretIndex: Int?
     /// An App Store notification's subtype (`INITIAL_BUY`, `GRACE_PERIOD` …); nil for Stripe.
     public let subtype: String?
+    /// What `body` holds, verified and decoded by the caller, when it has it in hand (an App
+    /// Store notification on `POST /webhooks/appstore`): the group commit applies this value and
+    /// does not decode the body's JWS again. Nil for Stripe; a row read back from the inbox (the
+    /// applier's retries, replay) is decoded from its stored body.
+    public let verifiedAppStore: AppStoreDelivery?
 
     public init(
-        envelope: EventEnvelope, body: [UInt8], receivedAt: Int64, source: InboxSource, secretIndex: Int?, subtype: String? = nil
+        envelope: EventEnvelope, body: [UInt8], receivedAt: Int64, source: InboxSource, secretIndex: Int?, subtype: String? = nil,
+        verifiedAppStore: AppStoreDelivery? = nil
     ) {
         self.envelope = envelope
         self.body = body
@@ -23,6 +29,7 @@ public struct InboxDelivery: Sendable {
         self.source = source
         self.secretIndex = secretIndex
         self.subtype = subtype
+        self.verifiedAppStore = verifiedAppStore
     }
 }
 
