@@ -1,3 +1,5 @@
+import Foundation
+
 /// The discounts of a Stripe subscription that bear on its MRR: those whose coupon lasts
 /// `forever`. A `once` or `repeating` coupon ends, so MRR (what the subscription brings every
 /// month for good) does not count it. Read from the subscription's JSON: `discount` (API versions
@@ -6,15 +8,15 @@
 public struct SubscriptionDiscounts: Decodable, Sendable, Equatable {
     /// A coupon's terms.
     public struct Coupon: Decodable, Sendable, Equatable {
-        /// Percent off, up to two decimals (12.5).
-        public var percentOff: Double?
+        /// Percent off, up to two decimals (12.5), decoded as the exact decimal Stripe wrote.
+        public var percentOff: Decimal?
         /// Minor units off each invoice, in `currency`.
         public var amountOff: Int64?
         public var currency: String?
         /// `forever`, `once` or `repeating`.
         public var duration: String?
 
-        public init(percentOff: Double? = nil, amountOff: Int64? = nil, currency: String? = nil, duration: String?) {
+        public init(percentOff: Decimal? = nil, amountOff: Int64? = nil, currency: String? = nil, duration: String?) {
             self.percentOff = percentOff
             self.amountOff = amountOff
             self.currency = currency
@@ -88,7 +90,10 @@ extension Subscription {
         for coupon in discounts.forever {
             if let percent = coupon.percentOff {
                 // Stripe allows two decimals: hundredths of a percent are exact.
-                let hundredths = Int128((percent * 100).rounded())
+                var scaled = percent * 100
+                var whole = Decimal()
+                NSDecimalRound(&whole, &scaled, 0, .plain)
+                let hundredths = Int128(NSDecimalNumber(decimal: whole).int64Value)
                 total = total.scaled(10_000 - min(max(hundredths, 0), 10_000), over: 10_000)
             } else if let amountOff = coupon.amountOff, coupon.currency?.lowercased() ?? currency == currency {
                 // An amount off is per invoice, that is per billing period of the subscription.

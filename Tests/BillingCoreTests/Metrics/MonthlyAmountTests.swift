@@ -86,6 +86,9 @@ struct MonthlyAmountTests {
         #expect(try #require(subscription.monthlyAmount(discounts: discounts)).amount.roundedHalfEven == 775)
         let onceOnly = SubscriptionDiscounts(forever: [])
         #expect(try #require(subscription.monthlyAmount(discounts: onceOnly)).amount.roundedHalfEven == 1_000)
+        // 33.33 % is exactly 3,333 hundredths: 1000 × 0.6667 = 666.7 → 667.
+        let third = SubscriptionDiscounts(forever: [.init(percentOff: Decimal(string: "33.33"), duration: "forever")])
+        #expect(try #require(subscription.monthlyAmount(discounts: third)).amount.roundedHalfEven == 667)
         // An amount off larger than the price leaves nothing, never a negative MRR.
         let huge = SubscriptionDiscounts(forever: [.init(amountOff: 50_000, currency: "usd", duration: "forever")])
         #expect(try #require(subscription.monthlyAmount(discounts: huge)).amount.roundedHalfEven == 0)
