@@ -6,10 +6,10 @@ import Foundation
 import Testing
 
 /// Timeouts of one to five seconds, so that the tests wait little; every wait for a close is
-/// bounded by a generous 120 s, never asserted to be short. (In one loaded full run on two
-/// cores, the idle and slow-head connections were both still open after 30 s. Why is not known:
-/// a late accept or a busy event loop. Meanwhile a `serve` process closed its idle connection
-/// on time.)
+/// bounded by a generous 120 s, never asserted to be short. (Connections once stayed open long
+/// after the server closed them when another test started a child process meanwhile: the child
+/// inherited the server's sockets, which SwiftNIO accepts without close-on-exec, and the FIN
+/// waited for the child to end. ``ChildProcess`` now closes every inherited descriptor.)
 @Suite("Connections: idle, slow heads and bodies are closed; the connection cap holds (issue 18 item 2)")
 struct ConnectionLimitTests {
     static let patience = Duration.seconds(120)

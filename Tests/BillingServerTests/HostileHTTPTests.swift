@@ -97,6 +97,28 @@ struct HostileHTTPTests {
         }
     }
 
+    @Test("A connection the server closes is closed for the client even while a test's child process runs (CI's hostile-HTTP failures)")
+    func childProcessHoldsNoServerSocket() async throws {
+        try await LiveServer.run { port, _ in
+            let connection = try await RawConnection.open(port: port)
+            defer { connection.close() }
+            // Answered on a kept-alive connection: the server has accepted it.
+            try await connection.send(rawRequest("GET /healthz HTTP/1.1", ["Host: x"]))
+            #expect(await connection.readResponse(timeout: .seconds(10))?.status == 200)
+            // A child started now would hold the server's end of the connection, had it inherited it.
+            let child = try ChildProcess.start("/bin/sleep", ["60"], environment: [:])
+            defer {
+                child.signal(SIGKILL)
+                child.waitBlocking()
+            }
+            try await connection.send(rawRequest("POST /webhooks/stripe HTTP/1.1", ["Host: x", "Transfer-Encoding: chunked"], body: "zz\r\n"))
+            let (bytes, closed) = await connection.readUntilClosed(timeout: .seconds(10))
+            #expect(RawHTTPResponse(bytes)?.status == 400)
+            #expect(closed, "the server's close reached the client while the child runs")
+            #expect(child.isRunning)
+        }
+    }
+
     /// Request heads the HTTP parser refuses before any route runs.
     static let refusedHeads: [(name: String, request: [UInt8])] = [
         ("oversized headers", rawRequest("GET /healthz HTTP/1.1", ["Host: x", "X-Big: " + String(repeating: "a", count: 90_000)])),

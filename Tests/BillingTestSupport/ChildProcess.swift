@@ -47,6 +47,14 @@ public final class ChildProcess: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        // Nothing of the test process but the three below: SwiftNIO accepts connections without
+        // close-on-exec, so a child would otherwise hold every connection an in-process server
+        // had open at that moment, and the server's close would send no FIN until the child
+        // ended (HostileHTTPTests failed so in CI, beside the kill -9 test's daemons).
+        let closing = Self.addCloseFrom(&actions, 3)
+        guard closing == 0 else {
+            throw SpawnError(description: "posix_spawn_file_actions_addclosefrom_np: \(String(cString: strerror(closing)))")
+        }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, standardOutput ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, standardError ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -64,6 +72,15 @@ public final class ChildProcess: Sendable {
         }
         return ChildProcess(pid: pid)
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), looked up at run
+    /// time (RTLD_DEFAULT) because Swift's Glibc module does not declare it.
+    private static let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
+            fatalError("glibc 2.34 or later is needed: posix_spawn_file_actions_addclosefrom_np is missing")
+        }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// Runs `path` to its end on a thread of its own (never the cooperative pool, which fakes in
     /// the same process need), and returns its termination with what it wrote.
