@@ -1,5 +1,6 @@
 import BillingCore
 import BillingStore
+import BillingTestSupport
 import Testing
 
 @Suite("Usage records, counters, gauges and the report queue, on both backends")
@@ -130,14 +131,18 @@ struct UsageStoreTests {
         }
     }
 
+    /// Ten batches of four consumes, five on each of two replicas (two stores over one ledger),
+    /// held at a barrier until all ten are ready, so that they race rather than run in turn.
     @Test("Concurrent consumes on two replicas around a hard limit allow exactly the limit", arguments: StoreBackend.allCases)
     func concurrentConsumes(_ backend: StoreBackend) async throws {
         try await withRoleStores(backend, replicas: 2) { stores in
+            let barrier = AsyncBarrier(parties: 10)
             let outcomes = try await withThrowingTaskGroup(of: [UsageOutcome].self) { group in
                 for batch in 0..<10 {
                     let usage = stores[batch % 2].usage
                     group.addTask {
-                        try await usage.apply((0..<4).map { .consume(Self.input("b\(batch)-\($0)", limit: 25)) }, now: 0)
+                        await barrier.arriveAndWait()
+                        return try await usage.apply((0..<4).map { .consume(Self.input("b\(batch)-\($0)", limit: 25)) }, now: 0)
                     }
                 }
                 var all: [UsageOutcome] = []

@@ -59,6 +59,15 @@ struct LedgerUnderTest: Sendable {
         return try await applier.drain()
     }
 
+    /// Stores the bodies as the webhook route does when it answers 2xx: one group commit that
+    /// stores each new delivery and applies it in the same transaction. Returns how many were
+    /// left queued for the applier (none, for bodies that decode).
+    @discardableResult
+    func ingest(_ bodies: [[UInt8]]) async throws -> Int {
+        let batch = try bodies.map { applier.prepare(try EventFactory.delivery($0)) }
+        return try await applier.ingest(batch, now: 0).queued
+    }
+
     func dump() async throws -> String { try await maintenance.dump() }
 
     /// The row of `table` with this `id`, every column.
