@@ -7,6 +7,7 @@ import BillingServer
 import BillingStore
 import Crypto
 import Foundation
+import GRDB
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -281,7 +282,7 @@ struct AppStoreFakeEndToEndTests {
 }
 
 @Suite(
-    "billingd appstore lookup and reconcile: the built binary against AppStoreFake",
+    "billingd appstore lookup, reconcile and test-notification: the built binary against AppStoreFake",
     .needsBillingdBinary
 )
 struct AppStoreCommandTests {
@@ -341,6 +342,25 @@ struct AppStoreCommandTests {
         #expect(!output.contains("Bearer"))
         #expect(!output.contains(#"eyJhbGciOiJFUzI1NiIs"#), "no ES256 token in the output")
         #expect(await apple.fake.refusedTokens.isEmpty)
+        await apple.stop()
+    }
+
+    @Test("test-notification: Apple's TEST notification reaches the inbox of the billingd serving this ledger; exit 0")
+    func testNotificationArrives() async throws {
+        let apple = try await FakeAppleHarness()
+        let environment = try environment(apple)
+        try await apple.application().test(.live) { client in
+            // App Store Connect's server URL: the live billingd on this ledger.
+            await apple.fake.setNotificationURL("http://127.0.0.1:\(try #require(client.port))/webhooks/appstore")
+            let result = try await billingd(["appstore", "test-notification", "--timeout", "60"], environment: environment)
+            #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+            #expect(result.stdout.contains("Apple accepted the request (Sandbox)"), "\(result.stdout)")
+            #expect(result.stdout.contains("Received: notification"), "\(result.stdout)")
+        }
+        let stored = try await apple.ledger.database.writer.read { db in
+            try String.fetchAll(db, sql: "SELECT type FROM inboxEvent WHERE account = 'appstore:Sandbox'")
+        }
+        #expect(stored == ["TEST"])
         await apple.stop()
     }
 }
