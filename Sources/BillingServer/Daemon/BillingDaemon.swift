@@ -105,6 +105,8 @@ public struct BillingDaemon: Sendable {
             store: store, verifier: webhook.verifier(settings.stripe), committer: committer, metrics: metrics,
             benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.serviceAPI.tokens)
         dependencies.metricsToken = settings.metrics.token
+        dependencies.consoleTokens = settings.console.tokens
+        dependencies.exchangeRates = settings.console.exchangeRates
         dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe.serviceClient
         dependencies.scope = Self.scope(settings)
@@ -200,6 +202,7 @@ public struct BillingDaemon: Sendable {
             "database": settings.database.postgres?.redacted ?? URL(fileURLWithPath: settings.database.sqlitePath).standardizedFileURL.path,
             "webhook_secrets": local ? "local (generated)" : "\(secrets)",
             "service_api": settings.serviceAPI.tokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.serviceAPI.tokens.count) token(s)",
+            "metrics_api": settings.console.tokens.isEmpty ? "off (no BILLINGD_CONSOLE_TOKENS)" : "on, \(settings.console.tokens.count) token(s)",
             "plans": catalog.map { "\(settings.plans.catalogPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
             "stripe_api": stripe ? (settings.stripe.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
             "app_store": appStore ? "on (\(settings.appStore.environments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",
