@@ -68,8 +68,14 @@ public struct BillingDaemon: Sendable {
         let webhook = try await StripeWebhookParts.build(settings.stripe, local: options.local, store: store, logger: logger)
 
         let metrics = BillingMetrics()
+        let gauges = RevenueGauges(
+            reader: RevenueMetricsReader(
+                facts: store.metrics,
+                configuration: .init(scope: Self.scope(settings), catalog: catalog ?? .freeOnly, exchangeRates: settings.console.exchangeRates)),
+            metrics: metrics, logger: logger)
         let applier = ApplierService(
-            applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger)
+            applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger,
+            didApply: { gauges.changed() })
         let outbox = try OutboxParts.build(settings.outbox, store: store, metrics: metrics, logger: logger)
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look; one that queued outbound events
@@ -88,7 +94,7 @@ public struct BillingDaemon: Sendable {
         let stripe = StripeAPIParts.build(settings.stripe, local: local.stripe, metrics: metrics, logger: logger)
         appStore.adopt(local.appStore, logger: logger)
 
-        var services = local.services + [.init(service: applier)] + outbox.services
+        var services = local.services + [.init(service: applier), .init(service: gauges)] + outbox.services
         if let scheduler = Self.reconcileScheduler(
             settings, store: store, stripe: stripe.client, livemode: stripe.livemode, appStoreClients: appStore.clients,
             applier: applier, catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
