@@ -142,7 +142,7 @@ public struct BillingDaemon: Sendable {
 
     /// The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
     /// key) that accepts Production data answers in live mode.
-    static func scope(_ settings: Settings) -> ServiceScope {
+    public static func scope(_ settings: Settings) -> ServiceScope {
         let appStoreLive = settings.stripe.apiKey == nil && settings.appStore.bundleID != nil && settings.appStore.appAppleID != nil
             && settings.appStore.environments.contains(.production)
         return .forAPIKey(isLive: settings.stripe.apiKeyIsLive ?? (appStoreLive ? true : nil))
