@@ -41,6 +41,12 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreReceiptVerifier = AppStoreReceiptVerifier()
     /// Logs rejected requests, a flood of them in a few lines; the application runs it.
     public var rejections: RejectionLog
+    /// Bearer tokens of the revenue metrics API under `/v1/metrics/`; the API is off when empty.
+    public var consoleTokens: [ConsoleToken] = []
+    /// The metrics' reporting currency and its rates; nil: figures per currency only.
+    public var exchangeRates: ExchangeRates?
+    /// What the metrics API reads; nil: the store's own facts (``LedgerStore/metrics``).
+    public var metricsFacts: (any MetricsFactStore)?
 
     public init(
         store: any LedgerStore, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -91,6 +97,13 @@ public enum BillingApplication {
             appStore: .init(
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
                 clients: dependencies.appStoreClients, receiptVerifier: dependencies.appStoreReceiptVerifier)
+        ).addRoutes(to: router)
+        MetricsController(
+            facts: dependencies.metricsFacts ?? dependencies.store.metrics,
+            configuration: .init(
+                tokens: dependencies.consoleTokens, serviceTokens: dependencies.apiTokens,
+                reader: .init(scope: dependencies.scope, catalog: dependencies.plans, exchangeRates: dependencies.exchangeRates, now: dependencies.now)),
+            metrics: dependencies.metrics, rejections: dependencies.rejections
         ).addRoutes(to: router)
         let metrics = dependencies.metrics
         let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }

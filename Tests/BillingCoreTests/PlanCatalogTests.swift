@@ -89,6 +89,23 @@ struct PlanCatalogTests {
         #expect(catalog.tier(price: nil, lookupKey: nil, product: nil) == nil)
     }
 
+    @Test("An App Store product is an id, or an id with the period it renews for")
+    func appStoreProductPeriods() throws {
+        let catalog = try planCatalog(catalogWithPro(
+            #""app_store": {"products": ["com.example.pro.monthly", {"id": "com.example.pro.yearly", "period": "P1Y"}, {"id": "com.example.pro.weekly"}]}"#))
+        let pro = try #require(catalog.tier(id: "pro"))
+        #expect(pro.appStoreProducts == ["com.example.pro.monthly", "com.example.pro.yearly", "com.example.pro.weekly"])
+        #expect(catalog.tier(appStoreProduct: "com.example.pro.yearly")?.id == "pro")
+        #expect(catalog.period(appStoreProduct: "com.example.pro.yearly") == .oneYear)
+        #expect(catalog.period(appStoreProduct: "com.example.pro.monthly") == nil)
+        #expect(catalog.period(appStoreProduct: "com.example.pro.weekly") == nil)
+        #expect(catalog.period(appStoreProduct: "com.example.other") == nil)
+        for period in AppStorePeriod.allCases {
+            let catalog = try planCatalog(catalogWithPro(#""app_store": {"products": [{"id": "p", "period": "\#(period.rawValue)"}]}"#))
+            #expect(catalog.period(appStoreProduct: "p") == period)
+        }
+    }
+
     @Test("Without a catalog file there is one tier, free, with nothing in it")
     func freeOnly() {
         let catalog = PlanCatalog.freeOnly
@@ -172,6 +189,13 @@ struct PlanCatalogTests {
          #""com example pro" is not an App Store product id; expected the id from App Store Connect, such as com.example.pro.monthly (letters, digits, . _ and -)"#),
         (catalogWithPro(#""app_store": {"products": ["com.example.pro", "com.example.pro"]}"#), "tiers[1].app_store.products[1]",
          "App Store product com.example.pro already grants tiers[1] (pro); a product can grant only one tier"),
+        (catalogWithPro(#""app_store": {"products": [{"id": "com.example.pro", "period": "P2W"}]}"#), "tiers[1].app_store.products[0].period",
+         #""P2W" is not a subscription period; expected P1W, P1M, P2M, P3M, P6M or P1Y"#),
+        (catalogWithPro(#""app_store": {"products": [{"id": "com.example.pro", "length": "P1M"}]}"#), "tiers[1].app_store.products[0].length",
+         "unknown key; expected one of: id, period"),
+        (catalogWithPro(#""app_store": {"products": [{"period": "P1M"}]}"#), "tiers[1].app_store.products[0].id", "is missing; it is required"),
+        (catalogWithPro(#""app_store": {"products": [7]}"#), "tiers[1].app_store.products[0]",
+         "not a product; expected a product id or {id: com.example.pro.monthly, period: P1M}"),
         (catalogWithPro(#""stripe": {"prices": [{"id": "price_A", "amount": 2900}]}"#), "tiers[1].stripe.prices[0].amount",
          "unknown key; expected one of: id, lookup_key, interval"),
         // Missing keys and wrong types.

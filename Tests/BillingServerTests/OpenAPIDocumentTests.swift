@@ -26,6 +26,7 @@ import Testing
         dependencies.apiTokens = [userAPIToken]
         dependencies.appStoreVerifier = try AppStoreTestbed().verifier
         dependencies.metricsToken = "metrics-token"
+        dependencies.consoleTokens = [ConsoleToken(label: "finance", token: "console-token-0123456789")]
         return dependencies
     }
 
@@ -67,7 +68,12 @@ import Testing
                 let responses = try #require(operation["responses"] as? [String: Any])
                 // The HTTP parser's malformed_request can answer any request.
                 #expect(responses["400"] != nil, "\(method) \(path) leaves out 400")
-                if path.hasPrefix("/v1/") {
+                if path.hasPrefix("/v1/metrics/") {
+                    // The console's token, never the app's: 403 for the app's.
+                    #expect(responses["401"] != nil && responses["403"] != nil, "\(method) \(path) leaves out 401 or 403")
+                    let security = operation["security"] as? [[String: [String]]]
+                    #expect(security == [["console": []]], "\(method) \(path) must take the console token")
+                } else if path.hasPrefix("/v1/") {
                     #expect(responses["401"] != nil, "\(method) \(path) leaves out 401")
                     #expect(operation["security"] == nil, "\(method) \(path) must keep the bearer token")
                 } else {

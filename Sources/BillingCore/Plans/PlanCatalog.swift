@@ -33,7 +33,11 @@ public struct PlanCatalog: Sendable, Equatable {
             PlanTier(
                 id: tier.id, name: tier.name, rank: tier.rank, description: tier.description,
                 prices: (tier.stripe?.prices ?? []).map { PlanPrice(id: $0.id, lookupKey: $0.lookupKey, interval: $0.interval) },
-                products: tier.stripe?.products ?? [], appStoreProducts: tier.appStore?.products ?? [], features: tier.features,
+                products: tier.stripe?.products ?? [], appStoreProducts: (tier.appStore?.products ?? []).map(\.id),
+                appStorePeriods: Dictionary(
+                    (tier.appStore?.products ?? []).compactMap { product in product.period.map { (product.id, $0) } },
+                    uniquingKeysWith: { first, _ in first }),
+                features: tier.features,
                 limits: tier.limits.map { PlanLimit(key: $0.key, value: $0.value) },
                 pastDueGrace: tier.pastDueGraceDays ?? .days(0))
         }
@@ -192,6 +196,11 @@ public struct PlanCatalog: Sendable, Equatable {
     /// The tier an App Store product grants.
     public func tier(appStoreProduct product: String) -> PlanTier? {
         tierIndexByAppStoreProduct[product].map { tiers[$0] }
+    }
+
+    /// The period an App Store product renews for, when the catalog gives one.
+    public func period(appStoreProduct product: String) -> AppStorePeriod? {
+        tier(appStoreProduct: product)?.appStorePeriods[product]
     }
 
     // MARK: - Shapes

@@ -78,14 +78,52 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
         }
     }
 
-    /// The App Store side of a tier: the product ids whose purchase grants it.
+    /// The App Store side of a tier: the products whose purchase grants it.
     public struct AppStore: Decodable, Sendable, Equatable {
-        public var products: [String]
+        public var products: [Product]
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CatalogKey.self)
             try container.refuseUnknownKeys(["products"])
-            products = try container.optional([String].self, "products") ?? []
+            products = try container.optional([Product].self, "products") ?? []
+        }
+    }
+
+    /// An App Store product: its id alone (`com.example.pro.monthly`), or with the period it
+    /// renews for (`{id: com.example.pro.monthly, period: P1M}`), which the revenue metrics
+    /// take over the length of its transactions.
+    public struct Product: Decodable, Sendable, Equatable {
+        public var id: String
+        public var period: AppStorePeriod?
+
+        public init(id: String, period: AppStorePeriod? = nil) {
+            self.id = id
+            self.period = period
+        }
+
+        public init(from decoder: any Decoder) throws {
+            if let id = try? decoder.singleValueContainer().decode(String.self) {
+                self.id = id
+                period = nil
+                return
+            }
+            guard let container = try? decoder.container(keyedBy: CatalogKey.self) else {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "not a product; expected a product id or {id: com.example.pro.monthly, period: P1M}"))
+            }
+            try container.refuseUnknownKeys(["id", "period"])
+            id = try container.required(String.self, "id")
+            if let period = try container.optional(String.self, "period") {
+                guard let parsed = AppStorePeriod(rawValue: period.uppercased()) else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: container.codingPath + [CatalogKey("period")],
+                        debugDescription: "\"\(period)\" is not a subscription period; expected P1W, P1M, P2M, P3M, P6M or P1Y"))
+                }
+                self.period = parsed
+            } else {
+                period = nil
+            }
         }
     }
 

@@ -14,6 +14,8 @@ public struct PlanTier: Sendable, Hashable {
     public let products: [String]
     /// App Store product ids (`com.example.pro.monthly`) whose purchase grants this tier.
     public let appStoreProducts: [String]
+    /// The periods the catalog gives for some of ``appStoreProducts`` (the revenue metrics' monthly amount).
+    public let appStorePeriods: [String: AppStorePeriod]
     /// Feature keys, in the catalog's order.
     public let features: [String]
     /// Limits, in the catalog's order.
@@ -23,8 +25,8 @@ public struct PlanTier: Sendable, Hashable {
 
     public init(
         id: String, name: String, rank: Int64, description: String? = nil, prices: [PlanPrice] = [],
-        products: [String] = [], appStoreProducts: [String] = [], features: [String] = [], limits: [PlanLimit] = [],
-        pastDueGrace: PastDueGrace = .days(0)
+        products: [String] = [], appStoreProducts: [String] = [], appStorePeriods: [String: AppStorePeriod] = [:], features: [String] = [],
+        limits: [PlanLimit] = [], pastDueGrace: PastDueGrace = .days(0)
     ) {
         self.id = id
         self.name = name
@@ -33,6 +35,7 @@ public struct PlanTier: Sendable, Hashable {
         self.prices = prices
         self.products = products
         self.appStoreProducts = appStoreProducts
+        self.appStorePeriods = appStorePeriods
         self.features = features
         self.limits = limits
         self.pastDueGrace = pastDueGrace

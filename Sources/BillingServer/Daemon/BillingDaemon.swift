@@ -68,8 +68,14 @@ public struct BillingDaemon: Sendable {
         let webhook = try await StripeWebhookParts.build(settings.stripe, local: options.local, store: store, logger: logger)
 
         let metrics = BillingMetrics()
+        let gauges = RevenueGauges(
+            reader: RevenueMetricsReader(
+                facts: store.metrics,
+                configuration: .init(scope: Self.scope(settings), catalog: catalog ?? .freeOnly, exchangeRates: settings.console.exchangeRates)),
+            metrics: metrics, logger: logger)
         let applier = ApplierService(
-            applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger)
+            applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger,
+            didApply: { gauges.changed() })
         let outbox = try OutboxParts.build(settings.outbox, store: store, metrics: metrics, logger: logger)
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look; one that queued outbound events
@@ -88,7 +94,7 @@ public struct BillingDaemon: Sendable {
         let stripe = StripeAPIParts.build(settings.stripe, local: local.stripe, metrics: metrics, logger: logger)
         appStore.adopt(local.appStore, logger: logger)
 
-        var services = local.services + [.init(service: applier)] + outbox.services
+        var services = local.services + [.init(service: applier), .init(service: gauges)] + outbox.services
         if let scheduler = Self.reconcileScheduler(
             settings, store: store, stripe: stripe.client, livemode: stripe.livemode, appStoreClients: appStore.clients,
             applier: applier, catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
@@ -105,6 +111,8 @@ public struct BillingDaemon: Sendable {
             store: store, verifier: webhook.verifier(settings.stripe), committer: committer, metrics: metrics,
             benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.serviceAPI.tokens)
         dependencies.metricsToken = settings.metrics.token
+        dependencies.consoleTokens = settings.console.tokens
+        dependencies.exchangeRates = settings.console.exchangeRates
         dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe.serviceClient
         dependencies.scope = Self.scope(settings)
@@ -134,7 +142,7 @@ public struct BillingDaemon: Sendable {
 
     /// The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
     /// key) that accepts Production data answers in live mode.
-    static func scope(_ settings: Settings) -> ServiceScope {
+    public static func scope(_ settings: Settings) -> ServiceScope {
         let appStoreLive = settings.stripe.apiKey == nil && settings.appStore.bundleID != nil && settings.appStore.appAppleID != nil
             && settings.appStore.environments.contains(.production)
         return .forAPIKey(isLive: settings.stripe.apiKeyIsLive ?? (appStoreLive ? true : nil))
@@ -200,6 +208,7 @@ public struct BillingDaemon: Sendable {
             "database": settings.database.postgres?.redacted ?? URL(fileURLWithPath: settings.database.sqlitePath).standardizedFileURL.path,
             "webhook_secrets": local ? "local (generated)" : "\(secrets)",
             "service_api": settings.serviceAPI.tokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.serviceAPI.tokens.count) token(s)",
+            "metrics_api": settings.console.tokens.isEmpty ? "off (no BILLINGD_CONSOLE_TOKENS)" : "on, \(settings.console.tokens.count) token(s)",
             "plans": catalog.map { "\(settings.plans.catalogPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
             "stripe_api": stripe ? (settings.stripe.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
             "app_store": appStore ? "on (\(settings.appStore.environments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",

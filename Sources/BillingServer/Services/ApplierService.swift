@@ -16,12 +16,17 @@ public final class ApplierService: Service, Sendable {
     private let logger: Logger
     private let wakeups: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
+    /// Told after a pass that applied events (the revenue gauges recompute).
+    private let didApply: @Sendable () -> Void
 
-    public init(applier: any EventApplier, inbox: any EventInbox, metrics: BillingMetrics, logger: Logger) {
+    public init(
+        applier: any EventApplier, inbox: any EventInbox, metrics: BillingMetrics, logger: Logger, didApply: @escaping @Sendable () -> Void = {}
+    ) {
         self.applier = applier
         self.inbox = inbox
         self.metrics = metrics
         self.logger = logger
+        self.didApply = didApply
         (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -67,6 +72,7 @@ public final class ApplierService: Service, Sendable {
     }
 
     private func record(_ pass: ApplyPass) {
+        if pass.applied > 0 { didApply() }
         metrics.count("billingd_events_applied_total", by: pass.applied, dimensions: [("effect", "applied")])
         metrics.count("billingd_events_applied_total", by: pass.stale, dimensions: [("effect", "stale")])
         metrics.count("billingd_events_applied_total", by: pass.ignored, dimensions: [("effect", "ignored")])

@@ -25,6 +25,8 @@ public enum SettingsArea: String, CaseIterable, Sendable {
     case appStore
     /// The outbox: webhooks to the app's backend.
     case outbox
+    /// The revenue metrics API (and the console): its tokens, the reporting currency and its rates.
+    case console
 }
 
 /// A setting as people see it: its variable, area, default and meaning (`--help`, the docs).

@@ -1,5 +1,6 @@
 import BillingCore
 import BillingStore
+import Foundation
 
 // The areas whose settings are checked together: each reads its variables through the table and
 // then what one variable means for another.
@@ -122,5 +123,41 @@ extension Settings.AppStore {
         }
         apiBase = try read(SettingsTable.appStoreAPIBase)
         rateLimit = try read(SettingsTable.appStoreRateLimit)
+    }
+}
+
+extension Settings.Console {
+    init(_ read: SettingsReader) throws(SettingsError) {
+        tokens = try read(SettingsTable.consoleTokens)
+        let currency = try read(SettingsTable.reportingCurrency)
+        let ratesPath = try read(SettingsTable.exchangeRates)
+        switch (currency, ratesPath) {
+        case (nil, nil):
+            exchangeRates = nil
+        case (nil, .some):
+            throw SettingsError.missing(
+                "BILLINGD_REPORTING_CURRENCY", "BILLINGD_FX_RATES is set: set the currency its rates convert into (such as usd).")
+        case (let currency?, nil):
+            // Only the reporting currency itself converts; every other one is named as missing.
+            exchangeRates = try? ExchangeRates(reportingCurrency: currency, csv: "")
+        case (let currency?, let path?):
+            exchangeRates = try Self.exchangeRates(currency: currency, path: path)
+        }
+    }
+
+    /// The rates file at `path`, read and checked now so that a bad row stops start-up.
+    static func exchangeRates(currency: String, path: String) throws(SettingsError) -> ExchangeRates {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SettingsError.unusable("BILLINGD_FX_RATES=\(path) cannot be read: does the file exist, and may billingd read it?")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw SettingsError.unusable("BILLINGD_FX_RATES=\(path) is not UTF-8 text: save it as a CSV file of date,currency,rate rows.")
+        }
+        do {
+            return try ExchangeRates(reportingCurrency: currency, csv: text)
+        } catch {
+            throw SettingsError.unusable(
+                "BILLINGD_FX_RATES=\(path), \(error): each row is date,currency,rate, such as 2026-11-01,eur,1.08 (units of \(currency) per unit of the currency).")
+        }
     }
 }

@@ -19,6 +19,7 @@ public struct Settings: Sendable {
     public var usage: Usage
     public var appStore: AppStore
     public var outbox: Outbox
+    public var console: Console
 
     /// Where and how `serve` listens.
     public struct Server: Sendable {
@@ -149,6 +150,16 @@ public struct Settings: Sendable {
         public var timeout: Duration
     }
 
+    /// The revenue metrics API under `/v1/metrics/` (and the console): who may read it, and the
+    /// optional reporting currency its figures add a total in.
+    public struct Console: Sendable {
+        /// Bearer tokens it accepts; empty: the metrics API is off.
+        public var tokens: [ConsoleToken]
+        /// The reporting currency and its rates (`BILLINGD_REPORTING_CURRENCY`, `BILLINGD_FX_RATES`);
+        /// nil: figures per currency only.
+        public var exchangeRates: ExchangeRates?
+    }
+
     /// Every variable billingd reads, with its area, default and meaning.
     public static var table: [SettingDescription] { SettingsTable.all }
 
@@ -184,6 +195,7 @@ public struct Settings: Sendable {
         usage = Usage(reportInterval: try read(SettingsTable.usageReportInterval))
         outbox = try Outbox(read)
         appStore = try AppStore(read)
+        console = try Console(read)
     }
 
     /// Seconds in `90`, `90s`, `5m`, `24h` or `1d`.
@@ -196,12 +208,12 @@ public struct Settings: Sendable {
         return Int64(trimmed)
     }
 
-    /// Every configured secret value (webhook secrets, service API and metrics tokens, the Stripe
+    /// Every configured secret value (webhook secrets, service API, console and metrics tokens, the Stripe
     /// key, the database password), for the log handler to mask wherever one appears. The app's
     /// webhook URLs are logged with each failed delivery: credentials in one (`user:password@`,
     /// a `?token=` value) are masked too.
     public var secretValues: [String] {
-        stripe.webhookSecrets + serviceAPI.tokens + outbox.webhookSecrets + outbox.webhookURLs.flatMap(Self.credentials(in:))
+        stripe.webhookSecrets + serviceAPI.tokens + console.tokens.map(\.token) + outbox.webhookSecrets + outbox.webhookURLs.flatMap(Self.credentials(in:))
             + [metrics.token, stripe.apiKey, database.postgres?.password?.value].compactMap { $0 }
     }
 

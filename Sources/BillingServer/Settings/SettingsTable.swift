@@ -23,6 +23,7 @@ enum SettingsTable {
         appStoreIssuerID.description, appStoreKeyID.description, appStorePrivateKey.description, appStoreAPIBase.description,
         appStoreRateLimit.description,
         appWebhookURLs.description, appWebhookSecrets.description, appWebhookConnectTimeout.description, appWebhookTimeout.description,
+        consoleTokens.description, reportingCurrency.description, exchangeRates.description,
     ]
 
     // MARK: database
@@ -232,6 +233,39 @@ extension SettingsTable {
         "BILLINGD_APP_WEBHOOK_CONNECT_TIMEOUT", .outbox, default: "5s", meaning: "connect timeout of one app webhook", parse: .duration(1...300))
     static let appWebhookTimeout = Setting<Duration>(
         "BILLINGD_APP_WEBHOOK_TIMEOUT", .outbox, default: "15s", meaning: "total timeout of one app webhook", parse: .duration(1...600))
+}
+
+extension SettingsTable {
+    // MARK: console, revenue metrics
+
+    static let consoleTokens = Setting<[ConsoleToken]>(
+        "BILLINGD_CONSOLE_TOKENS", .console, unset: "metrics API off",
+        meaning: "metrics API bearer tokens (operators, finance), comma-separated, each TOKEN or LABEL:TOKEN, at least 16 characters each",
+        isList: true, whenUnset: [],
+        parse: SettingParser { text, name throws(SettingsError) in
+            var tokens: [ConsoleToken] = []
+            for item in SettingParser<[String]>.items(text) {
+                let token = try ConsoleToken(parsing: item, name: name)
+                if tokens.contains(where: { $0.label != nil && $0.label == token.label }) {
+                    throw SettingsError.invalid(name, nil, "a different label for each token; \(token.label ?? "") is given twice")
+                }
+                tokens.append(token)
+            }
+            return tokens
+        })
+    static let reportingCurrency = Setting<String?>(
+        "BILLINGD_REPORTING_CURRENCY", .console, unset: "none: per currency only",
+        meaning: "currency (usd, eur …) the metrics add a reporting total in, with BILLINGD_FX_RATES",
+        parse: SettingParser { text, name throws(SettingsError) in
+            guard text.count == 3, text.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+                throw SettingsError.invalid(name, text, "a three-letter ISO currency code such as usd")
+            }
+            return text.lowercased()
+        })
+    /// Read and checked with the reporting currency by ``Settings/Console``.
+    static let exchangeRates = Setting<String?>(
+        "BILLINGD_FX_RATES", .console, unset: "none",
+        meaning: "CSV file of date,currency,rate rows: units of the reporting currency per unit of currency", parse: .text)
 }
 
 extension SettingParser where Value == String {

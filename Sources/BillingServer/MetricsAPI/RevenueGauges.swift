@@ -1,0 +1,110 @@
+import AsyncAlgorithms
+import BillingCore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Keeps the revenue gauges of `/metrics` current: `billingd_mrr_minor_units{currency,store}`,
+/// `billingd_active_subscriptions{store,plan}` and `billingd_active_trials{store}`, as of now.
+/// A scrape reads the gauges, never the ledger: they are recomputed when the applier applied
+/// changes (``changed()``; a burst of changes is one recomputation at most every
+/// ``Configuration/settle``), and on a timer, because time passing alone ends trials and periods.
+public final class RevenueGauges: Service, Sendable {
+    public struct Configuration: Sendable {
+        /// Recomputed at least this often.
+        public var interval: Duration = .seconds(60)
+        /// At most one recomputation this often, however many changes arrive.
+        public var settle: Duration = .seconds(5)
+
+        public init() {}
+    }
+
+    private let reader: RevenueMetricsReader
+    private let configuration: Configuration
+    private let metrics: BillingMetrics
+    private let logger: Logger
+    private let wakeups: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+    /// The label sets set last time, to zero those that are gone; the last error logged.
+    private let state = Mutex<(labels: Set<[String]>, lastError: String?)>(([], nil))
+
+    public init(reader: RevenueMetricsReader, configuration: Configuration = .init(), metrics: BillingMetrics, logger: Logger) {
+        self.reader = reader
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// The ledger changed: recompute soon. Cheap, callable from any task.
+    public func changed() {
+        continuation.yield()
+    }
+
+    public func run() async throws {
+        let (continuation, interval, settle) = (self.continuation, configuration.interval, configuration.settle)
+        await withGracefulShutdownHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Ends with the group: cancelled below once the wake-ups finish.
+                    for await _ in AsyncTimerSequence(interval: interval, clock: .continuous).cancelOnGracefulShutdown() {
+                        continuation.yield()
+                    }
+                }
+                continuation.yield()
+                for await _ in wakeups {
+                    await recompute(at: Int64(reader.configuration.now().timeIntervalSince1970))
+                    // Changes that arrive meanwhile wait here, folded into one wake-up.
+                    try? await Task.sleep(for: settle)
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            continuation.finish()
+        }
+    }
+
+    /// Reads the histories and sets every gauge as of `instant`.
+    func recompute(at instant: Int64) async {
+        let histories: [SubscriptionHistory]
+        do {
+            histories = try await reader.histories()
+        } catch {
+            let description = "\(error)"
+            let isNew = state.withLock { state in
+                defer { state.lastError = description }
+                return state.lastError != description
+            }
+            if isNew { logger.warning("revenue gauges not updated", metadata: ["error": "\(description)"]) }
+            return
+        }
+        var values: [[String]: Double] = [:]
+        for store in MetricsStore.allCases {
+            values[["billingd_active_trials", "store", store.rawValue]] = 0
+        }
+        for history in histories {
+            switch history.state(at: instant) {
+            case .paying(let currency, let monthly):
+                values[["billingd_mrr_minor_units", "currency", currency, "store", history.store.rawValue], default: 0] += Double(monthly)
+                values[["billingd_active_subscriptions", "store", history.store.rawValue, "plan", history.plan ?? "none"], default: 0] += 1
+            case .trial:
+                values[["billingd_active_trials", "store", history.store.rawValue], default: 0] += 1
+            case .inactive:
+                break
+            }
+        }
+        let gone = state.withLock { state in
+            defer {
+                state.labels = Set(values.keys)
+                state.lastError = nil
+            }
+            return state.labels.subtracting(values.keys)
+        }
+        for key in gone { values[key] = 0 }
+        for (key, value) in values {
+            let dimensions = stride(from: 1, to: key.count - 1, by: 2).map { (key[$0], key[$0 + 1]) }
+            metrics.gauge(key[0], value, dimensions: dimensions)
+        }
+    }
+}
