@@ -1,5 +1,4 @@
 import BillingCore
-import Foundation
 
 /// What the revenue metrics keep of the ledger's changes, the same on every backend: the row of
 /// a Stripe subscription snapshot's fact, the row of a refund, and the statements that write
@@ -31,8 +30,7 @@ enum MetricsFactRows {
     /// the coupons that last forever), trial and the price of its first licensed item.
     static func subscriptionFact(_ snapshot: LedgerSnapshot, account: String, livemode: Bool) -> [LedgerValue]? {
         guard case .subscription(let subscription) = snapshot.object else { return nil }
-        let discounts = (try? JSONDecoder().decode(SubscriptionDiscounts.self, fromUntrusted: snapshot.raw)) ?? SubscriptionDiscounts(forever: [])
-        let monthly = subscription.monthlyAmount(discounts: discounts)
+        let monthly = subscription.monthlyAmount(discounts: snapshot.subscriptionDiscounts ?? SubscriptionDiscounts(forever: []))
         let (numerator, denominator) = monthly.map { storable($0.amount) } ?? (nil, nil)
         let version = snapshot.version
         return [
