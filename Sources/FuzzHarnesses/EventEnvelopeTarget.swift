@@ -40,7 +40,7 @@ enum EventEnvelopeTarget {
         switch EventRoute(eventType: envelope.type) {
         case .snapshot(let kind): routed = (kind, false)
         case .deletion(let kind): routed = (kind, true)
-        case .recordOnly, .refund, .ignored: return .accepted
+        case .recordOnly, .refund, .refundSnapshot, .ignored: return .accepted
         }
         if let snapshot = try? LedgerSnapshot.decode(
             kind: routed.kind, deletion: routed.deletion, eventType: envelope.type, eventID: envelope.id,

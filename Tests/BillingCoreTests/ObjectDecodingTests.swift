@@ -341,9 +341,31 @@ struct ObjectDecodingTests {
         #expect(old.subscription?.id == subscriptionID)
         #expect(old.taxAmount == 144)
         #expect(old.discountAmount == 200)
-        #expect(old == new)
+        // Only the old shape names what paid the invoice; the new one names it on its payments.
+        #expect(old.charge?.id == "ch_3Sx4kNHd3QfR8sTa1q0Zx9Ww" && old.paymentIntent?.id == "pi_3Sx4kNHd3QfR8sTa1aB2cD3e")
+        #expect(new.charge == nil && new.paymentIntent == nil)
+        var oldWithoutPayment = old
+        (oldWithoutPayment.charge, oldWithoutPayment.paymentIntent) = (nil, nil)
+        #expect(oldWithoutPayment == new)
         #expect(old.lines.first?.priceID == priceID)
         #expect(old.lines.first?.subscription == subscriptionID)
+    }
+
+    @Test("A refund (Stripe's published example) and an invoice payment name what they refund and what paid")
+    func refundAndPayment() throws {
+        let json = #"""
+            {"amount": 100, "balance_transaction": null, "charge": "ch_1PgafuB7WZ01zgkWXYmPNZs8", "created": 1234567890,
+             "currency": "usd", "destination_details": {"card": {"type": "reversal"}, "type": "card"},
+             "id": "re_1Pgc72B7WZ01zgkWqPvrRrPE", "metadata": {}, "object": "refund", "payment_intent": null, "reason": null,
+             "receipt_number": null, "source_transfer_reversal": null, "status": "succeeded", "transfer_reversal": null}
+            """#
+        let refund = try JSONDecoder().decode(Refund.self, from: Data(json.utf8))
+        #expect(refund == Refund(
+            id: "re_1Pgc72B7WZ01zgkWqPvrRrPE", amount: 100, currency: "usd", charge: "ch_1PgafuB7WZ01zgkWXYmPNZs8", status: Refund.succeeded,
+            created: 1_234_567_890))
+        #expect(refund.statusRank == 1)
+        let payment = try Fixtures.decode(InvoicePayment.self, "invoice_payment")
+        #expect(payment.paymentIntent?.id == "pi_3Sx4kNHd3QfR8sTa1aB2cD3e" && payment.charge == nil)
     }
 
     @Test("Old invoice tax: `tax` first, else the sum of total_tax_amounts; new total_taxes wins over both")

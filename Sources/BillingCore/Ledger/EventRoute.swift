@@ -16,6 +16,9 @@ public enum EventRoute: Sendable, Equatable {
     /// A charge was refunded: nothing in the ledger changes (it keeps no charges), but the app
     /// hears of it (`subscription.refunded`) when the charge paid a subscription's invoice.
     case refund
+    /// A refund's state (`refund.created` …): kept for the revenue metrics, which count refunds
+    /// at their own time; the newest snapshot of a refund wins.
+    case refundSnapshot
     /// A type billingd does not model; kept in the inbox as `ignored`.
     case ignored
 
@@ -36,6 +39,8 @@ public enum EventRoute: Sendable, Equatable {
             self = .recordOnly
         case "charge.refunded":
             self = .refund
+        case "refund.created", "refund.updated", "refund.failed", "charge.refund.updated":
+            self = .refundSnapshot
         case "invoice.deleted":
             self = .deletion(.invoice)
         case "invoice_payment.paid":

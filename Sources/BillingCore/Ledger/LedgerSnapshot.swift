@@ -26,6 +26,9 @@ public struct LedgerSnapshot: Sendable, Equatable {
     public let truncated: Bool
     /// The object's JSON exactly as Stripe sent it.
     public let raw: ArraySlice<UInt8>
+    /// A subscription's coupons that last forever (what its monthly amount is net of), decoded
+    /// with it, so that the write transaction does not decode the JSON again; nil for other kinds.
+    public let subscriptionDiscounts: SubscriptionDiscounts?
 
     /// Why an event's object could not be taken into the ledger.
     public enum DecodingFailure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -67,6 +70,7 @@ public struct LedgerSnapshot: Sendable, Equatable {
         var rank = 0
         var truncated = false
         var isDeleted = deletion
+        var discounts: SubscriptionDiscounts?
 
         switch kind {
         case .customer:
@@ -76,6 +80,8 @@ public struct LedgerSnapshot: Sendable, Equatable {
         case .subscription:
             let subscription = try decode(Subscription.self)
             (id, object) = (subscription.id, .subscription(subscription))
+            // Its discounts' shapes vary by API version; ones that do not decode count as none.
+            discounts = (try? decoder.decode(SubscriptionDiscounts.self, fromUntrusted: raw)) ?? SubscriptionDiscounts(forever: [])
             (rank, terminal) = LifecycleEvidence.rank(subscription.status)
             transitionAt = max(subscription.canceledAt ?? 0, subscription.endedAt ?? 0)
             truncated = subscription.itemsHasMore
@@ -126,7 +132,7 @@ public struct LedgerSnapshot: Sendable, Equatable {
             version: SnapshotVersion(
                 deleted: isDeleted, terminal: terminal, eventCreated: eventCreated, transitionAt: transitionAt,
                 statusRank: rank, eventID: eventID),
-            truncated: truncated, raw: raw)
+            truncated: truncated, raw: raw, subscriptionDiscounts: discounts)
     }
 
     /// A decoding error as a path and a reason, for an inbox row's `lastError`.

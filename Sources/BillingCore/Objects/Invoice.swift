@@ -91,6 +91,11 @@ public struct Invoice: Decodable, Sendable, Equatable {
     /// True when Stripe sent only the first page of lines; fetch the rest before trusting ``lines``.
     public var linesHasMore: Bool
     public var deleted: Bool
+    /// The charge and payment intent that paid it: top-level `charge` and `payment_intent` in API
+    /// versions before 2025-03-31; later ones name them on the invoice's payments instead
+    /// (``InvoicePayment``). A refund of either refunds the invoice.
+    public var charge: Expandable?
+    public var paymentIntent: Expandable?
 
     public init(
         id: String?, number: String? = nil, customer: Expandable? = nil, customerEmail: String? = nil,
@@ -101,7 +106,7 @@ public struct Invoice: Decodable, Sendable, Equatable {
         collectionMethod: String? = nil, hostedInvoiceURL: String? = nil, invoicePDF: String? = nil,
         livemode: Bool? = nil, attemptCount: Int64? = nil, statusTransitions: StatusTransitions = .init(),
         subscription: Expandable? = nil, metadata: [String: String] = [:], lines: [InvoiceLine] = [],
-        linesHasMore: Bool = false, deleted: Bool = false
+        linesHasMore: Bool = false, deleted: Bool = false, charge: Expandable? = nil, paymentIntent: Expandable? = nil
     ) {
         self.id = id
         self.number = number
@@ -133,6 +138,8 @@ public struct Invoice: Decodable, Sendable, Equatable {
         self.lines = lines
         self.linesHasMore = linesHasMore
         self.deleted = deleted
+        self.charge = charge
+        self.paymentIntent = paymentIntent
     }
 
     public init(from decoder: any Decoder) throws {
@@ -155,7 +162,7 @@ public struct Invoice: Decodable, Sendable, Equatable {
             attemptCount: wire.attempt_count, statusTransitions: wire.status_transitions ?? .init(),
             subscription: wire.subscription ?? wire.parent?.subscription_details?.subscription,
             metadata: wire.metadata.values, lines: wire.lines?.data ?? [],
-            linesHasMore: wire.lines?.has_more ?? false, deleted: deleted)
+            linesHasMore: wire.lines?.has_more ?? false, deleted: deleted, charge: wire.charge, paymentIntent: wire.payment_intent)
     }
 
     private struct Wire: Decodable {
@@ -197,6 +204,8 @@ public struct Invoice: Decodable, Sendable, Equatable {
         let metadata: StripeJSON.Metadata?
         let lines: StripeJSON.List<InvoiceLine>?
         let deleted: Bool?
+        let charge: Expandable?
+        let payment_intent: Expandable?
     }
 }
 

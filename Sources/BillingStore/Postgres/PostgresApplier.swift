@@ -134,6 +134,8 @@ package struct PostgresApplier: EventApplier {
             return try await PostgresAppStoreWriter.apply(
                 delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID,
                 connection: connection, logger: logger)
+        case .refundSnapshot(let refund):
+            return try await PostgresLedgerWriter.applyRefund(refund, account: account, livemode: livemode, connection: connection, logger: logger)
         case .recordOnly, .refund:
             return .recorded
         case .ignored, .failure:

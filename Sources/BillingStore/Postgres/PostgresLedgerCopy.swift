@@ -149,10 +149,11 @@ public enum PostgresLedgerCopy {
         }
     }
 
-    /// Copies the source's ledger tables over the target's again, in one transaction.
+    /// Copies the source's ledger tables (and the metrics' subscription facts, which replay
+    /// rewrites too) over the target's again, in one transaction.
     static func recopyLedger(from source: some LedgerCopySource, to target: PostgresLedgerStore) async throws {
         let logger = target.logger
-        let ledger = Set(LedgerRows.ledgerTables.map { $0.lowercased() })
+        let ledger = Set(LedgerRows.dumpTables.map { $0.lowercased() })
         try await target.client.transaction(logger: logger) { connection in
             let tables = try await targetTables(connection, logger: logger).filter { ledger.contains($0.name) }
             // Those that reference others last, so that they are emptied first.

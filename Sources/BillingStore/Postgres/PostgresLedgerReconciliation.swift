@@ -161,6 +161,11 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
                 WHERE account = \(account) AND livemode = \(livemode) AND id = \(id) AND NOT vDeleted
                 RETURNING 1
                 """, as: Int.self, logger: logger) != nil
+            if changed, kind == .subscription {
+                try await connection.run(
+                    MetricsFactRows.goneSubscriptionFactSQL, [.text(fetchID), .integer(fetchedAt), .text(account), .boolean(livemode), .text(id)],
+                    logger: logger)
+            }
             if changed, let outbox {
                 // The customer whose users' view a tombstone may change.
                 var customer: String?

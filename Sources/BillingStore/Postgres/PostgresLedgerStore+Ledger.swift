@@ -42,6 +42,9 @@ extension PostgresLedgerStore: LedgerStore {
     /// Events for the app's backend and the last view announced per user, shared by the replicas' senders.
     public var outbox: any OutboxStore { PostgresOutbox(client: client, logger: logger, policy: outboxPolicy) }
 
+    /// What the revenue metrics read: subscription facts, payments and refunds of both stores.
+    public var metrics: any MetricsFactStore { PostgresMetricsFacts(client: client, logger: logger) }
+
     /// This store's name in the applier's claims: host, process and store, so that an operator
     /// can tell whose claims are in the inbox.
     private var replicaName: String {

@@ -12,11 +12,15 @@ import PostgresNIO
 /// of the object: the writer first takes the object's transaction-scoped lock
 /// (``PostgresObjectLock``), which a row lock could not give for an object not yet in the ledger.
 enum PostgresLedgerWriter {
-    /// Applies one snapshot for an account ('' = platform) and mode.
+    /// Applies one snapshot for an account ('' = platform) and mode. A subscription's snapshot is
+    /// also kept as a metrics fact, whatever the guard decides (``MetricsFactRows``).
     static func apply(
         _ snapshot: LedgerSnapshot, account: String, livemode: Bool, connection: PostgresConnection, logger: Logger
     ) async throws -> ApplyEffect {
         try await PostgresObjectLock.lock([PostgresObjectLock.key(snapshot, account: account, livemode: livemode)], connection, logger)
+        if let fact = MetricsFactRows.subscriptionFact(snapshot, account: account, livemode: livemode) {
+            try await connection.run(MetricsFactRows.insertSubscriptionFactSQL, fact, logger: logger)
+        }
         let table = LedgerRows.table(snapshot.kind)
         let key: [LedgerValue] = [.text(account), .boolean(livemode), .text(snapshot.objectID)]
         let held = try await heldVersion(table: table, key: key, connection: connection, logger: logger)
@@ -35,6 +39,20 @@ enum PostgresLedgerWriter {
                 LedgerRows.checkoutLinkSQL, [.text(account), .boolean(livemode), .text(link.user), .text(link.customer)], logger: logger)
         }
         return decision.effect
+    }
+
+    /// Keeps a refund's newest snapshot: applied when it replaced the held one (or was the
+    /// first), stale when the ledger holds a newer one. The conditional upsert locks the row, so
+    /// replicas writing one refund at once keep the newest.
+    static func applyRefund(
+        _ refund: RefundSnapshot, account: String, livemode: Bool, connection: PostgresConnection, logger: Logger
+    ) async throws -> ApplyEffect {
+        let rows = try await connection.run(
+            MetricsFactRows.upsertRefundSQL + " RETURNING 1", MetricsFactRows.refundRow(refund, account: account, livemode: livemode),
+            logger: logger)
+        var written = false
+        for try await _ in rows { written = true }
+        return written ? .applied : .stale
     }
 
     /// The version of the snapshot the ledger holds for a key, nil when it holds none.
@@ -86,7 +104,7 @@ enum PostgresObjectLock {
         case .appStore(let delivery):
             guard let original = delivery.originalTransactionID else { return nil }
             return key(appStoreEnvironment: AppStoreDelivery.environment(inboxAccount: account), originalTransactionID: original)
-        case .refund, .recordOnly, .ignored, .failure:
+        case .refund, .refundSnapshot, .recordOnly, .ignored, .failure:
             return nil
         }
     }

@@ -17,6 +17,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
             for table in LedgerRows.ledgerTables {
                 try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
             }
+            try await connection.query(PostgresQuery(unsafeSQL: MetricsFactRows.replayDeleteSQL), logger: logger)
             try await PostgresInbox.requeueEverything(connection: connection, logger: logger)
         }
         // Replay announces nothing, whatever store the applier came from.
@@ -111,7 +112,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
     /// the same dump hold the same state, whichever backends hold them.
     func dump() async throws -> String {
         var lines: [String] = []
-        for table in LedgerRows.ledgerTables {
+        for table in LedgerRows.dumpTables {
             let columns = try await self.columns(table)
             // SQLite orders text bytewise and NULL first: the C collation and NULLS FIRST do the same.
             let order = columns.prefix(4).map { "\($0.name) \($0.isText ? "COLLATE \"C\" " : "")NULLS FIRST" }
@@ -160,7 +161,7 @@ extension PostgresSchema {
     /// names folded, and the dump and `inspect` name them as SQLite does (`appUserID`).
     private static let spellings: [String: String] = {
         var spellings: [String: String] = [:]
-        for statement in inbox + ledger + reconcile + appStore + usage {
+        for statement in inbox + ledger + reconcile + appStore + usage + metrics {
             var word = ""
             for character in statement + " " {
                 if character.isLetter || character.isNumber || character == "_" {

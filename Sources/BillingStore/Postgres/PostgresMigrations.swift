@@ -11,6 +11,17 @@ package enum PostgresMigrations {
     struct Migration: Sendable {
         let version: String
         let statements: [String]
+        /// Work the statements cannot express (decoding stored JSON in Swift), run after them in
+        /// the same transaction.
+        let backfill: (@Sendable (PostgresConnection, Logger) async throws -> Void)?
+
+        init(
+            version: String, statements: [String], backfill: (@Sendable (PostgresConnection, Logger) async throws -> Void)? = nil
+        ) {
+            self.version = version
+            self.statements = statements
+            self.backfill = backfill
+        }
     }
 
     /// In order; a new schema change is a new version at the end, never an edit of one applied.
@@ -24,6 +35,7 @@ package enum PostgresMigrations {
         PostgresLedgerReconciliation.seenMigration,
         Migration(version: "v5-outbox-review", statements: PostgresSchema.outboxReview),
         Migration(version: "v6-outbox-due", statements: PostgresSchema.outboxDue),
+        metricsMigration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would
@@ -48,6 +60,7 @@ package enum PostgresMigrations {
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
+                try await migration.backfill?(connection, logger)
                 try await connection.query(
                     "INSERT INTO schemaMigration (version, appliedAt) VALUES (\(migration.version), \(now))", logger: logger)
                 versions.append(migration.version)

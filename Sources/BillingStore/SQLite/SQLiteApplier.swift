@@ -69,6 +69,8 @@ public struct SQLiteApplier: EventApplier {
         case .appStore(let delivery):
             return try SQLiteAppStoreWriter.apply(
                 delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID, db: db)
+        case .refundSnapshot(let refund):
+            return try SQLiteLedgerWriter.applyRefund(refund, account: account, livemode: livemode, db: db)
         case .recordOnly, .refund:
             return .recorded
         case .ignored, .failure:

@@ -163,6 +163,9 @@ public struct SQLiteLedgerReconciliation: LedgerReconciliationStore {
                     """,
                 arguments: [fetchedAt, fetchID, account, livemode, id])
             let changed = db.changesCount > 0
+            if changed, kind == .subscription {
+                try db.execute(sql: MetricsFactRows.goneSubscriptionFactSQL, arguments: [fetchID, fetchedAt, account, livemode, id])
+            }
             if changed, let outbox {
                 // The customer whose users' view a tombstone may change.
                 var customer: String?

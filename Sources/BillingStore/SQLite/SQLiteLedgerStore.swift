@@ -22,6 +22,7 @@ public struct SQLiteLedgerStore: LedgerStore {
     public var appStoreReconciliation: any AppStoreReconciliationStore { SQLiteAppStore(database: database) }
     public var invoiceExports: any InvoiceExportStore { SQLiteInvoiceExporter(database: database) }
     public var outbox: any OutboxStore { SQLiteOutbox(database: database) }
+    public var metrics: any MetricsFactStore { SQLiteMetricsFacts(database: database) }
 
     public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
         SQLiteLedgerStore(database: database.announcing(policy))

@@ -6,8 +6,12 @@ import GRDB
 /// of the rows is decided in ``LedgerRows`` (shared with the PostgreSQL writer); this type runs
 /// the statements. Every method runs inside the caller's transaction.
 enum SQLiteLedgerWriter {
-    /// Applies one snapshot for an account ('' = platform) and mode.
+    /// Applies one snapshot for an account ('' = platform) and mode. A subscription's snapshot is
+    /// also kept as a metrics fact, whatever the guard decides (``MetricsFactRows``).
     static func apply(_ snapshot: LedgerSnapshot, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
+        if let fact = MetricsFactRows.subscriptionFact(snapshot, account: account, livemode: livemode) {
+            try db.cachedStatement(sql: MetricsFactRows.insertSubscriptionFactSQL).execute(arguments: StatementArguments(fact.map(\.databaseValue)))
+        }
         let table = LedgerRows.table(snapshot.kind)
         let key: StatementArguments = [account, livemode, snapshot.objectID]
         let decision = LedgerRows.decide(snapshot, held: try heldVersion(table: table, key: key, db: db))
@@ -47,6 +51,14 @@ enum SQLiteLedgerWriter {
         let row = LedgerRows.row(snapshot, account: account, livemode: livemode, needsRefetch: needsRefetch)
         let statement = try db.cachedStatement(sql: LedgerRows.upsertSQL(table: LedgerRows.table(snapshot.kind), columns: row.map { $0.column }))
         try statement.execute(arguments: StatementArguments(row.map { $0.value.databaseValue }))
+    }
+
+    /// Keeps a refund's newest snapshot: applied when it replaced the held one (or was the
+    /// first), stale when the ledger holds a newer one.
+    static func applyRefund(_ refund: RefundSnapshot, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
+        let row = MetricsFactRows.refundRow(refund, account: account, livemode: livemode)
+        try db.cachedStatement(sql: MetricsFactRows.upsertRefundSQL).execute(arguments: StatementArguments(row.map(\.databaseValue)))
+        return db.changesCount > 0 ? .applied : .stale
     }
 
     /// Ties the app user of a completed Checkout session to its customer. Links are only added,

@@ -16,6 +16,7 @@ public struct SQLiteMaintenance: LedgerMaintenanceStore {
     public func replay(applier: any EventApplier, progress: @Sendable (Int) -> Void = { _ in }) async throws -> ApplyPass {
         try await database.writer.write { db in
             for table in LedgerRows.ledgerTables { try db.execute(sql: "DELETE FROM \(table)") }
+            try db.execute(sql: MetricsFactRows.replayDeleteSQL)
             try SQLiteInbox.requeueEverything(db: db)
         }
         // Replay announces nothing, whatever store the applier came from.
@@ -114,7 +115,7 @@ public struct SQLiteMaintenance: LedgerMaintenanceStore {
     public func dump() async throws -> String {
         try await database.writer.read { db in
             var lines: [String] = []
-            for table in LedgerRows.ledgerTables {
+            for table in LedgerRows.dumpTables {
                 let columns = try db.columns(in: table).map(\.name)
                 let order = columns.prefix(4).joined(separator: ", ")
                 for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY \(order)") {

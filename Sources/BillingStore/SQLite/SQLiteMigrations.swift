@@ -52,6 +52,7 @@ enum SQLiteMigrations {
         registerAppStoreMigrations(&migrator)
         registerUsageMigrations(&migrator)
         registerOutboxMigrations(&migrator)
+        registerMetricsMigrations(&migrator)
         return migrator
     }
 }

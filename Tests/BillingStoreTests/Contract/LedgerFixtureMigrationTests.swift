@@ -99,4 +99,15 @@ struct LedgerFixtureMigrationTests {
             #expect(try await ledger.value("customer", "cus_after_migration", "email") == "ada@example.com")
         }
     }
+
+    @Test("The migration gives the subscriptions the facts replay would give them", arguments: StoreBackend.allCases)
+    func subscriptionFactsBackfilled(_ backend: StoreBackend) async throws {
+        try await LedgerFixtures.withFixtureLedger(backend) { ledger in
+            let migrated = try await MetricsFacts(ledger.store.metrics).stripe
+            #expect(migrated.map(\.id) == ["sub_L0", "sub_L1"])
+            #expect(migrated.allSatisfy { $0.snapshots.contains { $0.status == .canceled } }, "\(migrated)")
+            _ = try await ledger.maintenance.replay(applier: ledger.applier, progress: { _ in })
+            #expect(try await MetricsFacts(ledger.store.metrics).stripe == migrated)
+        }
+    }
 }

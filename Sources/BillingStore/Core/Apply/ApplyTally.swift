@@ -57,7 +57,7 @@ struct ApplyTally {
             return .ignore
         case .failure(let reason):
             return .fail(reason)
-        case .recordOnly, .refund, .snapshot, .appStore:
+        case .recordOnly, .refund, .refundSnapshot, .snapshot, .appStore:
             return .write
         }
     }

@@ -8,6 +8,8 @@ enum DecodedDelivery: Sendable {
     case appStore(AppStoreDelivery)
     /// A refund of a charge that paid an invoice: recorded, and announced to the app.
     case refund(Charge)
+    /// A refund's state, kept for the revenue metrics under its own version guard.
+    case refundSnapshot(RefundSnapshot)
     case recordOnly
     case ignored
     case failure(String)
@@ -44,6 +46,7 @@ extension DecodedDelivery {
         case .ignored: return .ignored
         case .recordOnly: return .recordOnly
         case .refund: return decodeRefund(body: body)
+        case .refundSnapshot: return decodeRefundSnapshot(body: body, eventID: eventID, created: created)
         case .snapshot(let routed): (kind, deletion) = (routed, false)
         case .deletion(let routed): (kind, deletion) = (routed, true)
         }
@@ -72,6 +75,19 @@ extension DecodedDelivery {
             return .refund(charge)
         } catch {
             return .failure("data.object is not a valid charge: \(LedgerSnapshot.describe(error))")
+        }
+    }
+
+    /// A refund object (`refund.*`, `charge.refund.updated`), versioned by its event.
+    private static func decodeRefundSnapshot(body: [UInt8], eventID: String, created: Int64) -> DecodedDelivery {
+        guard let object = RawObjectLocator.object(in: body) else {
+            return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
+        }
+        do {
+            let refund = try JSONDecoder().decode(Refund.self, fromUntrusted: object)
+            return .refundSnapshot(RefundSnapshot(refund: refund, eventCreated: created, eventID: eventID))
+        } catch {
+            return .failure("data.object is not a valid refund: \(LedgerSnapshot.describe(error))")
         }
     }
 
@@ -135,7 +151,7 @@ extension OutboxTouches {
         case .snapshot(let snapshot): add(snapshot, account: account, livemode: livemode)
         case .appStore(let delivery): add(delivery, environment: AppStoreDelivery.environment(inboxAccount: account))
         case .refund(let charge): add(charge, account: account, livemode: livemode)
-        case .recordOnly, .ignored, .failure: break
+        case .refundSnapshot, .recordOnly, .ignored, .failure: break
         }
     }
 }

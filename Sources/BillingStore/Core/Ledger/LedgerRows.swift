@@ -234,6 +234,8 @@ enum LedgerRows {
             put("hostedInvoiceURL", invoice.hostedInvoiceURL)
             put("invoicePDF", invoice.invoicePDF)
             put("attemptCount", invoice.attemptCount)
+            put("charge", invoice.charge?.id)
+            put("paymentIntent", invoice.paymentIntent?.id)
         case .paymentMethod(let method):
             put("customer", method.customer?.id)
             put("type", method.type)
@@ -288,6 +290,8 @@ enum LedgerRows {
             put("paidAt", payment.paidAt)
             put("isDefault", payment.isDefault)
             put("created", payment.created)
+            put("charge", payment.charge?.id)
+            put("paymentIntent", payment.paymentIntent?.id)
         }
         return fields
     }
@@ -308,8 +312,12 @@ extension LedgerRows {
     /// The tables that `replay` empties and rebuilds from the inbox.
     static let ledgerTables = [
         "customer", "subscription", "subscriptionItem", "invoice", "invoiceLine", "paymentMethod", "price", "product",
-        "checkoutSession", "entitlementSummary", "activeEntitlement", "invoicePayment", "userLink",
+        "checkoutSession", "entitlementSummary", "activeEntitlement", "invoicePayment", "userLink", "stripeRefund",
     ] + appStoreLedgerTables
+
+    /// The tables a ledger dump prints: the ledger's, and the subscription facts, which replay
+    /// rebuilds from the inbox (save those of reconcile's fetches, which it keeps).
+    static let dumpTables = ledgerTables + [MetricsFactRows.subscriptionFactTable]
 
     /// The App Store ledger's tables (keyed by environment).
     static let appStoreLedgerTables = ["appStoreTransaction", "appStoreSubscription", "appStoreOwner"]

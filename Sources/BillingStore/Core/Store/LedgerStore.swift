@@ -27,6 +27,8 @@ public protocol LedgerStore: Sendable {
     var invoiceExports: any InvoiceExportStore { get }
     /// Events for the app's backend and the last view announced per user.
     var outbox: any OutboxStore { get }
+    /// What the revenue metrics read: subscription facts, payments and refunds of both stores.
+    var metrics: any MetricsFactStore { get }
 
     /// The same store, every transaction that changes the ledger (webhooks, the applier,
     /// reconcile's repairs, App Store reports) announcing the changes of users' views under

@@ -1,0 +1,68 @@
+import BillingCore
+import GRDB
+
+/// The SQLite ``MetricsFactStore``: runs ``MetricsFactReads``'s statements, each read in one
+/// snapshot of the database.
+public struct SQLiteMetricsFacts: MetricsFactStore {
+    let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) {
+        self.database = database
+    }
+
+    public func stripeSubscriptions(scope: ServiceScope) async throws -> [StripeSubscriptionFacts] {
+        try await database.writer.read { db in
+            let facts = try Self.rows(MetricsFactReads.subscriptionFactsSQL, [.text(scope.account), .boolean(scope.livemode)], db: db)
+                .map(MetricsFactReads.SubscriptionFactRow.init)
+            let invoices = try Self.rows(MetricsFactReads.paidInvoicesSQL, MetricsFactReads.paidInvoicesArguments(scope: scope), db: db)
+                .compactMap { row -> (subscription: String, paidAt: Int64, refunded: Bool)? in
+                    guard let subscription = row[0].text, let paidAt = row[1].integer else { return nil }
+                    return (subscription, paidAt, row[2].flag)
+                }
+            return MetricsFactReads.stripeSubscriptions(facts: facts, paidInvoices: invoices)
+        }
+    }
+
+    public func appStoreSubscriptions(environments: [String]) async throws -> [AppStoreSubscriptionFacts] {
+        try await database.writer.read { db in
+            let transactions = try Self.rows(
+                MetricsFactReads.appStoreTransactionsSQL(environments: environments.count),
+                MetricsFactReads.appStoreTransactionsArguments(environments: environments), db: db)
+            let grace = try Self.rows(
+                MetricsFactReads.gracePeriodsSQL(environments: environments.count), MetricsFactReads.environmentValues(environments), db: db)
+            return MetricsFactReads.appStoreSubscriptions(transactions: transactions, gracePeriods: grace)
+        }
+    }
+
+    public func revenueEntries(scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64) async throws -> [RevenueEntry] {
+        try await database.writer.read { db in
+            var entries: [RevenueEntry] = []
+            for row in try Self.rows(
+                MetricsFactReads.stripePaymentsSQL,
+                MetricsFactReads.stripeRevenueArguments(status: InvoiceStatus.paid.rawValue, scope: scope, from: from, to: to), db: db)
+            {
+                if let entry = MetricsFactReads.stripeEntry(row, kind: .payment) { entries.append(entry) }
+            }
+            for row in try Self.rows(
+                MetricsFactReads.stripeRefundsSQL,
+                MetricsFactReads.stripeRevenueArguments(status: Refund.succeeded, scope: scope, from: from, to: to), db: db)
+            {
+                if let entry = MetricsFactReads.stripeEntry(row, kind: .refund) { entries.append(entry) }
+            }
+            for row in try Self.rows(
+                MetricsFactReads.appStoreRevenueSQL(environments: appStoreEnvironments.count),
+                MetricsFactReads.appStoreRevenueArguments(environments: appStoreEnvironments, from: from, to: to), db: db)
+            {
+                entries += MetricsFactReads.appStoreEntries(row, from: from, to: to)
+            }
+            return entries
+        }
+    }
+
+    /// Every row of a statement, as ledger values.
+    private static func rows(_ sql: String, _ values: [LedgerValue], db: Database) throws -> [[LedgerValue]] {
+        try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(values.map(\.databaseValue))).map { row in
+            row.databaseValues.map(LedgerValue.init)
+        }
+    }
+}
