@@ -4,12 +4,6 @@ import Testing
 
 /// Whether this build's SQLite ledger keeps the revenue metrics' facts: the store side of
 /// issue 32. The test over real events runs once it does.
-private func ledgerKeepsMetricsFacts() async -> Bool {
-    guard let ledger = try? TemporaryLedger() else { return false }
-    defer { ledger.remove() }
-    return (try? await ledger.store.metrics.stripeSubscriptions(scope: .test)) != nil
-}
-
 @Suite("billingd metrics: the built binary", .needsBillingdBinary)
 struct MetricsCommandTests {
     func settings(_ ledger: TemporaryLedger) -> [String: String] {
@@ -61,10 +55,7 @@ struct MetricsCommandTests {
         #expect(badRates.stderr.contains("line 2"))
     }
 
-    /// Needs the store side of issue 32 (facts kept by the SQLite ledger): it runs once that is merged.
-    @Test(
-        "Over a ledger of real events: the overview in JSON, as the HTTP API answers it, and as CSV",
-        .enabled("needs the SQLite ledger to keep the revenue metrics' facts (the store side of issue 32)") { await ledgerKeepsMetricsFacts() })
+    @Test("Over a ledger of real events: the overview in JSON, as the HTTP API answers it, and as CSV")
     func overviewOfRealEvents() async throws {
         var builder = UserLedgerBuilder(eventPrefix: "evt_metrics_")
         builder.add("customer.created", UserFixtures.customer("cus_metrics", user: "user_metrics"))
