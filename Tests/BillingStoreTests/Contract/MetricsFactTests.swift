@@ -98,6 +98,8 @@ enum MetricsScenario {
                   subscription("sub_m2", status: "paused", price: "price_pro_yearly", unitAmount: 12000, interval: "year")),
             event("evt_m2_resumed", "customer.subscription.resumed", 45,
                   subscription("sub_m2", status: "active", price: "price_pro_yearly", unitAmount: 12000, interval: "year")),
+            // The $0 invoice that opens the trial: paid, but no payment (not the first one a refund undoes).
+            event("evt_in_m1z", "invoice.paid", 0, invoice("in_m1z", subscription: "sub_m1", amountPaid: 0, paidAt: t0)),
             event("evt_in_m1a", "invoice.paid", 14, invoice("in_m1a", subscription: "sub_m1", amountPaid: 2000, paidAt: t0 + 14 * day, charge: "ch_m1a")),
             event("evt_in_m1b", "invoice.paid", 20,
                   invoice("in_m1b", subscription: "sub_m1", amountPaid: 4000, paidAt: t0 + 20 * day, paymentIntent: "pi_m1b")),

@@ -14,8 +14,9 @@ enum MetricsFactReads {
         ORDER BY subscription, vCreated, vEventID
         """
 
-    /// A scope's paid invoices of subscriptions, and whether a refund that succeeded was made of
-    /// what paid them (the invoice's charge or payment intent, or one of its payments'). `?` for
+    /// A scope's paid invoices of subscriptions that took money (not the $0 invoice that opens a
+    /// trial, which would stand for the first payment and is never refunded), and whether a
+    /// refund that succeeded was made of what paid them (the invoice's charge or payment intent, or one of its payments'). `?` for
     /// the `succeeded` status, the `paid` status, account and livemode.
     static let paidInvoicesSQL = """
         SELECT i.subscription, i.paidAt, EXISTS (
@@ -28,6 +29,7 @@ enum MetricsFactReads {
         ) AS refunded
         FROM invoice i
         WHERE i.account = ?3 AND i.livemode = ?4 AND i.status = ?2 AND i.subscription IS NOT NULL AND i.paidAt IS NOT NULL
+            AND i.amountPaid > 0
         ORDER BY i.subscription, i.paidAt
         """
 
