@@ -48,7 +48,7 @@ enum PostgresLedgerWriter {
         _ refund: RefundSnapshot, account: String, livemode: Bool, connection: PostgresConnection, logger: Logger
     ) async throws -> ApplyEffect {
         let rows = try await connection.run(
-            MetricsFactRows.upsertRefundSQL + " RETURNING 1", MetricsFactRows.refundRow(refund, account: account, livemode: livemode),
+            MetricsFactRows.upsertRefundSQL(byteOrder: #" COLLATE "C""#) + " RETURNING 1", MetricsFactRows.refundRow(refund, account: account, livemode: livemode),
             logger: logger)
         var written = false
         for try await _ in rows { written = true }

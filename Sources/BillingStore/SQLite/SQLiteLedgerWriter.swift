@@ -57,7 +57,7 @@ enum SQLiteLedgerWriter {
     /// first), stale when the ledger holds a newer one.
     static func applyRefund(_ refund: RefundSnapshot, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
         let row = MetricsFactRows.refundRow(refund, account: account, livemode: livemode)
-        try db.cachedStatement(sql: MetricsFactRows.upsertRefundSQL).execute(arguments: StatementArguments(row.map(\.databaseValue)))
+        try db.cachedStatement(sql: MetricsFactRows.upsertRefundSQL(byteOrder: "")).execute(arguments: StatementArguments(row.map(\.databaseValue)))
         return db.changesCount > 0 ? .applied : .stale
     }
 

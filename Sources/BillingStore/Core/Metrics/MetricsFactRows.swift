@@ -78,12 +78,16 @@ enum MetricsFactRows {
 
     /// The upsert of a refund's row under its version guard: a snapshot replaces the held one only
     /// when it is newer (by the event's time, then how far the refund got, then the event id), so
-    /// the newest snapshot wins in every delivery order.
-    static let upsertRefundSQL = """
+    /// the newest snapshot wins in every delivery order. `byteOrder` makes the event ids compare
+    /// byte by byte, as SQLite's do: ` COLLATE "C"` on PostgreSQL, whose default collation is the
+    /// locale's, so that both backends keep the same winner.
+    static func upsertRefundSQL(byteOrder: String) -> String {
+        """
         INSERT INTO stripeRefund (\(refundColumns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: refundColumns.count).joined(separator: ", ")))
         ON CONFLICT (account, livemode, id) DO UPDATE SET \(refundColumns.dropFirst(3).map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
-        WHERE (excluded.vCreated, excluded.vRank, excluded.vEventID) > (stripeRefund.vCreated, stripeRefund.vRank, stripeRefund.vEventID)
+        WHERE (excluded.vCreated, excluded.vRank, excluded.vEventID\(byteOrder)) > (stripeRefund.vCreated, stripeRefund.vRank, stripeRefund.vEventID\(byteOrder))
         """
+    }
 
     /// A refund's row.
     static func refundRow(_ refund: RefundSnapshot, account: String, livemode: Bool) -> [LedgerValue] {
