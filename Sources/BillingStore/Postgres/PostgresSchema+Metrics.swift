@@ -26,26 +26,32 @@ extension PostgresSchema {
             PRIMARY KEY (account, livemode, id)
         )
         """,
+        // Which paid invoice a refund undoes: by the charge or payment intent it names.
+        "CREATE INDEX stripeRefund_charge ON stripeRefund (account, livemode, charge)",
+        "CREATE INDEX stripeRefund_paymentIntent ON stripeRefund (account, livemode, paymentIntent)",
+        "CREATE INDEX invoicePayment_invoice ON invoicePayment (account, livemode, invoice)",
         "ALTER TABLE invoice ADD COLUMN charge text",
         "ALTER TABLE invoice ADD COLUMN paymentIntent text",
         "ALTER TABLE invoicePayment ADD COLUMN charge text",
         "ALTER TABLE invoicePayment ADD COLUMN paymentIntent text",
-        // A reference is an id, or the object when expanded.
+        // A reference is an id, or the object when expanded. Read as json, not jsonb: jsonb refuses
+        // a \u0000 that a customer's metadata may hold, and one such row would stop the migration;
+        // json only refuses it in a value taken out as text, and these are ids.
         """
         UPDATE invoice SET
-            charge = COALESCE(convert_from(raw, 'UTF8')::jsonb -> 'charge' ->> 'id', convert_from(raw, 'UTF8')::jsonb ->> 'charge'),
+            charge = COALESCE(convert_from(raw, 'UTF8')::json -> 'charge' ->> 'id', convert_from(raw, 'UTF8')::json ->> 'charge'),
             paymentIntent = COALESCE(
-                convert_from(raw, 'UTF8')::jsonb -> 'payment_intent' ->> 'id', convert_from(raw, 'UTF8')::jsonb ->> 'payment_intent')
-        WHERE convert_from(raw, 'UTF8')::jsonb ?| array['charge', 'payment_intent']
+                convert_from(raw, 'UTF8')::json -> 'payment_intent' ->> 'id', convert_from(raw, 'UTF8')::json ->> 'payment_intent')
+        WHERE position('"charge"' in convert_from(raw, 'UTF8')) > 0 OR position('"payment_intent"' in convert_from(raw, 'UTF8')) > 0
         """,
         """
         UPDATE invoicePayment SET
             charge = COALESCE(
-                convert_from(raw, 'UTF8')::jsonb -> 'payment' -> 'charge' ->> 'id', convert_from(raw, 'UTF8')::jsonb -> 'payment' ->> 'charge'),
+                convert_from(raw, 'UTF8')::json -> 'payment' -> 'charge' ->> 'id', convert_from(raw, 'UTF8')::json -> 'payment' ->> 'charge'),
             paymentIntent = COALESCE(
-                convert_from(raw, 'UTF8')::jsonb -> 'payment' -> 'payment_intent' ->> 'id',
-                convert_from(raw, 'UTF8')::jsonb -> 'payment' ->> 'payment_intent')
-        WHERE convert_from(raw, 'UTF8')::jsonb ? 'payment'
+                convert_from(raw, 'UTF8')::json -> 'payment' -> 'payment_intent' ->> 'id',
+                convert_from(raw, 'UTF8')::json -> 'payment' ->> 'payment_intent')
+        WHERE position('"payment"' in convert_from(raw, 'UTF8')) > 0
         """,
     ]
 }

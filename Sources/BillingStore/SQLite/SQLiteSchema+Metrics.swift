@@ -29,6 +29,10 @@ extension SQLiteMigrations {
                     vCreated INTEGER NOT NULL, vRank INTEGER NOT NULL, vEventID TEXT NOT NULL,
                     PRIMARY KEY (account, livemode, id)
                 ) WITHOUT ROWID;
+                -- Which paid invoice a refund undoes: by the charge or payment intent it names.
+                CREATE INDEX stripeRefund_charge ON stripeRefund (account, livemode, charge);
+                CREATE INDEX stripeRefund_paymentIntent ON stripeRefund (account, livemode, paymentIntent);
+                CREATE INDEX invoicePayment_invoice ON invoicePayment (account, livemode, invoice);
 
                 -- What paid an invoice: on the invoice before API 2025-03-31, on its payments after.
                 ALTER TABLE invoice ADD COLUMN charge TEXT;
