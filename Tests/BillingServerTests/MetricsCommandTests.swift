@@ -26,6 +26,8 @@ struct MetricsCommandTests {
         (["metrics", "churn", "--from", "2026-02-01", "--to", "2026-01-01"], "--from"),
         (["metrics", "revenue", "--interval", "year"], "--interval"),
         (["metrics", "overview", "--at", "soon"], "--at"),
+        // Past year 9999 (it overflowed in milliseconds and trapped).
+        (["metrics", "revenue", "--from", "0", "--to", "9223372036854775807"], "--to"),
         (["metrics", "overview", "--json", "--csv"], "--json"),
         (["metrics", "series", "--metric", "arr"], "--metric"),
     ])

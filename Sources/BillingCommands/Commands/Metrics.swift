@@ -68,10 +68,11 @@ struct MetricsIntervalOption: ParsableArguments {
 enum MetricsCommand {
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
+    /// An instant from 1970 to the end of year 9999, as the HTTP API takes them.
     static func instant(_ text: String, option: String) throws -> Int64 {
-        if let seconds = Int64(text), seconds >= 0 { return seconds }
-        guard let seconds = UTCTimestamp.parse(text) else {
-            throw ValidationError("\(option) \(Output.printable(text)) is not an instant: give a date (2026-11-01), an RFC 3339 time (2026-11-01T12:00:00Z) or Unix seconds.")
+        guard let seconds = Int64(text) ?? UTCTimestamp.parse(text), (0...MetricsController.latestInstant).contains(seconds) else {
+            throw ValidationError(
+                "\(option) \(Output.printable(text)) is not an instant from 1970 to 9999: give a date (2026-11-01), an RFC 3339 time (2026-11-01T12:00:00Z) or Unix seconds.")
         }
         return seconds
     }

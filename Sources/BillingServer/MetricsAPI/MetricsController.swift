@@ -35,7 +35,7 @@ public struct MetricsController: Sendable {
     }
 
     /// The latest instant taken: the end of year 9999.
-    static let latestInstant: Int64 = 253_402_300_799
+    public static let latestInstant: Int64 = 253_402_300_799
 
     public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         guard !configuration.tokens.isEmpty else { return }
