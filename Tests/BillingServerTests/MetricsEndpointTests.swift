@@ -432,4 +432,22 @@ struct SubscriptionHistoriesTests {
         #expect(uncatalogued.first?.state(at: d40) == .paying(currency: "jpy", monthly: 80), "30 minutes in the Sandbox: six months")
         #expect(uncatalogued.first?.plan == nil)
     }
+
+    @Test("A Stripe subscription's plan by its price's lookup key or product, when the catalog names the tier so")
+    func planByLookupKeyOrProduct() throws {
+        let catalog = try PlanCatalog(document: JSONDecoder().decode(PlanCatalogDocument.self, from: Data("""
+            {"tiers": [
+              {"id": "free", "name": "Free", "rank": 0},
+              {"id": "pro", "name": "Pro", "rank": 10, "stripe": {"prices": [{"lookup_key": "pro_monthly"}]}},
+              {"id": "team", "name": "Team", "rank": 20, "stripe": {"products": ["prod_team"]}}
+            ]}
+            """.utf8)))
+        let stripe = [
+            StripeSubscriptionFacts(id: "sub_by_key", price: "price_1", lookupKey: "pro_monthly", product: "prod_other", snapshots: [], paidInvoices: []),
+            StripeSubscriptionFacts(id: "sub_by_product", price: "price_2", lookupKey: nil, product: "prod_team", snapshots: [], paidInvoices: []),
+            StripeSubscriptionFacts(id: "sub_unknown", price: "price_3", lookupKey: "other", product: "prod_other", snapshots: [], paidInvoices: []),
+        ]
+        let plans = SubscriptionHistory.histories(stripe: stripe, appStore: [], catalog: catalog).map(\.plan)
+        #expect(plans == ["pro", "team", nil])
+    }
 }

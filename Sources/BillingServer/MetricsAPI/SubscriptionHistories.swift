@@ -3,7 +3,8 @@ import BillingStore
 
 extension SubscriptionHistory {
     /// Every subscription's history from the ledger's facts, with the plan catalog's names: a
-    /// Stripe subscription's plan by its price, an App Store subscription's by the product of its
+    /// Stripe subscription's plan by its price, the price's lookup key or its product (as the
+    /// service API resolves them), an App Store subscription's by the product of its
     /// latest transaction; an App Store product's period from the catalog when it gives one (else
     /// the transaction's length decides, Sandbox durations mapped back).
     public static func histories(
@@ -12,7 +13,7 @@ extension SubscriptionHistory {
         var histories: [SubscriptionHistory] = []
         histories.reserveCapacity(stripe.count + appStore.count)
         for facts in stripe {
-            let plan = facts.price.flatMap { catalog.tier(price: $0, lookupKey: nil, product: nil)?.id }
+            let plan = catalog.tier(price: facts.price, lookupKey: facts.lookupKey, product: facts.product)?.id
             histories.append(.stripe(
                 id: facts.id, plan: plan, snapshots: facts.snapshots,
                 paidInvoices: facts.paidInvoices.map { (paidAt: $0.paidAt, refunded: $0.refunded) }))

@@ -14,7 +14,7 @@ extension PostgresSchema {
             vDeleted boolean NOT NULL, vTerminal boolean NOT NULL, vCreated bigint NOT NULL, vTransition bigint NOT NULL,
             vRank bigint NOT NULL, status text NOT NULL, currency text,
             monthlyCurrency text, monthlyNumerator bigint, monthlyDenominator bigint,
-            trialStart bigint, trialEnd bigint, price text,
+            trialStart bigint, trialEnd bigint, price text, lookupKey text, product text,
             PRIMARY KEY (account, livemode, subscription, vEventID)
         )
         """,

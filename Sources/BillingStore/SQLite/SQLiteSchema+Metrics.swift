@@ -18,7 +18,7 @@ extension SQLiteMigrations {
                     vDeleted BOOLEAN NOT NULL, vTerminal BOOLEAN NOT NULL, vCreated INTEGER NOT NULL, vTransition INTEGER NOT NULL,
                     vRank INTEGER NOT NULL, status TEXT NOT NULL, currency TEXT,
                     monthlyCurrency TEXT, monthlyNumerator INTEGER, monthlyDenominator INTEGER,
-                    trialStart INTEGER, trialEnd INTEGER, price TEXT,
+                    trialStart INTEGER, trialEnd INTEGER, price TEXT, lookupKey TEXT, product TEXT,
                     PRIMARY KEY (account, livemode, subscription, vEventID)
                 ) WITHOUT ROWID;
 

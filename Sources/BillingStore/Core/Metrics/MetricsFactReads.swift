@@ -9,7 +9,7 @@ enum MetricsFactReads {
     /// A scope's subscription facts, with `?` for account and livemode.
     static let subscriptionFactsSQL = """
         SELECT subscription, vEventID, vDeleted, vTerminal, vCreated, vTransition, vRank, status, currency,
-            monthlyCurrency, monthlyNumerator, monthlyDenominator, trialStart, trialEnd, price
+            monthlyCurrency, monthlyNumerator, monthlyDenominator, trialStart, trialEnd, price, lookupKey, product
         FROM stripeSubscriptionFact WHERE account = ? AND livemode = ?
         ORDER BY subscription, vCreated, vEventID
         """
@@ -42,6 +42,8 @@ enum MetricsFactReads {
         var subscription: String
         var snapshot: StripeSubscriptionSnapshot
         var price: String?
+        var lookupKey: String?
+        var product: String?
 
         init(_ row: [LedgerValue]) {
             subscription = row[0].text ?? ""
@@ -56,6 +58,8 @@ enum MetricsFactReads {
                 version: version, status: SubscriptionStatus(rawValue: row[7].text ?? ""), monthly: monthly, currency: row[8].text,
                 trialStart: row[12].integer, trialEnd: row[13].integer)
             price = row[14].text
+            lookupKey = row[15].text
+            product = row[16].text
         }
     }
 
@@ -67,7 +71,7 @@ enum MetricsFactReads {
             invoices[invoice.subscription, default: []].append(.init(paidAt: invoice.paidAt, refunded: invoice.refunded))
         }
         var result: [StripeSubscriptionFacts] = []
-        var newest: (key: FactOrder, price: String)?
+        var newest: FactOrder?
         for row in facts {
             if result.last?.id != row.subscription {
                 result.append(StripeSubscriptionFacts(id: row.subscription, price: nil, snapshots: [], paidInvoices: invoices[row.subscription] ?? []))
@@ -75,16 +79,18 @@ enum MetricsFactReads {
             }
             result[result.count - 1].snapshots.append(row.snapshot)
             let order = FactOrder(row.snapshot.version)
-            if let price = row.price, newest.map({ $0.key < order }) ?? true {
-                newest = (order, price)
-                result[result.count - 1].price = price
+            if row.price != nil, newest.map({ $0 < order }) ?? true {
+                newest = order
+                result[result.count - 1].price = row.price
+                result[result.count - 1].lookupKey = row.lookupKey
+                result[result.count - 1].product = row.product
             }
         }
         return result
     }
 
     /// The order of a subscription's snapshots (as ``SubscriptionHistory`` orders them), to find
-    /// the price of the newest.
+    /// the price (lookup key, product) of the newest.
     struct FactOrder: Comparable {
         let key: (Int64, Int, Int64, Int, String)
 

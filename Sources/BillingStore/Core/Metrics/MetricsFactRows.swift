@@ -19,6 +19,7 @@ enum MetricsFactRows {
     static let subscriptionFactColumns = [
         "account", "livemode", "subscription", "vEventID", "vDeleted", "vTerminal", "vCreated", "vTransition", "vRank",
         "status", "currency", "monthlyCurrency", "monthlyNumerator", "monthlyDenominator", "trialStart", "trialEnd", "price",
+        "lookupKey", "product",
     ]
 
     /// The statement inserting one fact, with `?` placeholders; a fact already kept is left as it is.
@@ -27,25 +28,27 @@ enum MetricsFactRows {
 
     /// The fact a subscription snapshot makes, nil for a snapshot of another kind: its version,
     /// status, currency, monthly amount (exact: numerator and denominator of minor units, with
-    /// the coupons that last forever), trial and the price of its first licensed item.
+    /// the coupons that last forever), trial, and the price of its first licensed item with that
+    /// price's lookup key and product (the plan catalog may name a tier by any of the three).
     static func subscriptionFact(_ snapshot: LedgerSnapshot, account: String, livemode: Bool) -> [LedgerValue]? {
         guard case .subscription(let subscription) = snapshot.object else { return nil }
         let monthly = subscription.monthlyAmount(discounts: snapshot.subscriptionDiscounts ?? SubscriptionDiscounts(forever: []))
         let (numerator, denominator) = monthly.map { storable($0.amount) } ?? (nil, nil)
         let version = snapshot.version
+        let price = firstLicensedPrice(of: subscription)
         return [
             .text(account), .boolean(livemode), .text(subscription.id), .text(version.eventID), .boolean(version.deleted),
             .boolean(version.terminal), .integer(version.eventCreated), .integer(version.transitionAt), .integer(Int64(version.statusRank)),
             .text(subscription.status.rawValue), subscription.currency.ledgerValue, monthly?.currency.ledgerValue ?? .null,
             numerator.ledgerValue, denominator.ledgerValue, subscription.trialStart.ledgerValue, subscription.trialEnd.ledgerValue,
-            firstLicensedPrice(of: subscription).ledgerValue,
+            price?.id.ledgerValue ?? .null, price?.lookupKey.ledgerValue ?? .null, price?.product?.id.ledgerValue ?? .null,
         ]
     }
 
     /// The price the plan catalog keys a subscription by: its first licensed recurring item's.
-    static func firstLicensedPrice(of subscription: Subscription) -> String? {
-        subscription.items.first { $0.price?.recurring != nil && $0.price?.recurring?.usageType != "metered" }?.price?.id
-            ?? subscription.items.first?.price?.id
+    static func firstLicensedPrice(of subscription: Subscription) -> Price? {
+        subscription.items.first { $0.price?.recurring != nil && $0.price?.recurring?.usageType != "metered" }?.price
+            ?? subscription.items.first?.price
     }
 
     /// An exact amount as two 64-bit integers. One that does not fit (an absurd quantity times a
@@ -64,7 +67,7 @@ enum MetricsFactRows {
     static let goneSubscriptionFactSQL = """
         INSERT INTO stripeSubscriptionFact (\(subscriptionFactColumns.joined(separator: ", ")))
         SELECT account, livemode, id, ?, true, vTerminal, ?, vTransition, vRank, status, currency, NULL, NULL, NULL,
-            trialStart, trialEnd, NULL
+            trialStart, trialEnd, NULL, NULL, NULL
         FROM subscription WHERE account = ? AND livemode = ? AND id = ?
         ON CONFLICT DO NOTHING
         """

@@ -26,14 +26,22 @@ public protocol MetricsFactStore: Sendable {
 /// One Stripe subscription's facts.
 public struct StripeSubscriptionFacts: Sendable, Equatable {
     public var id: String
-    /// The price of its first licensed item in its newest snapshot: the plan catalog's key.
+    /// The price of its first licensed item in its newest snapshot, and that price's lookup key
+    /// and product: the plan catalog names a tier by any of the three.
     public var price: String?
+    public var lookupKey: String?
+    public var product: String?
     public var snapshots: [StripeSubscriptionSnapshot]
     public var paidInvoices: [PaidInvoice]
 
-    public init(id: String, price: String?, snapshots: [StripeSubscriptionSnapshot], paidInvoices: [PaidInvoice]) {
+    public init(
+        id: String, price: String?, lookupKey: String? = nil, product: String? = nil, snapshots: [StripeSubscriptionSnapshot],
+        paidInvoices: [PaidInvoice]
+    ) {
         self.id = id
         self.price = price
+        self.lookupKey = lookupKey
+        self.product = product
         self.snapshots = snapshots
         self.paidInvoices = paidInvoices
     }
