@@ -136,8 +136,9 @@ public final class RawConnection: Sendable {
     }
 
     /// One HTTP exchange on a new connection: sends `request`, then reads until the server closes
-    /// (or `timeout`).
-    public static func exchange(port: Int, _ request: [UInt8], timeout: Duration = .seconds(10)) async throws -> (bytes: [UInt8], closed: Bool) {
+    /// (or `timeout`). The default is generous, not a measure: in a full run on two busy cores an
+    /// in-process server has answered a plain request more than 10 s late (a fresh clone's CI run).
+    public static func exchange(port: Int, _ request: [UInt8], timeout: Duration = .seconds(60)) async throws -> (bytes: [UInt8], closed: Bool) {
         let connection = try await open(port: port)
         defer { connection.close() }
         try await connection.send(request)

@@ -60,17 +60,26 @@ struct ExportProcessTests {
     }
 
     /// Waits until an export's temporary file holds at least `bytes`, i.e. the export is mid-write.
+    /// Polls on a thread of its own every 2 ms, not on the cooperative pool: in a full run on two
+    /// busy cores a task polling there woke too late, after the whole export (a fresh clone's CI run).
     func waitForPartialWrite(in directory: URL, bytes: Int, process: ChildProcess) async throws {
-        for _ in 0..<1200 {
-            if let file = try temporaryFiles(directory).first,
-                let size = try file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes
-            {
-                return
-            }
-            guard process.isRunning else { throw ExportProcessError("the export finished before it could be interrupted") }
-            try await Task.sleep(for: .milliseconds(10))
+        let tests = self
+        let outcome: String? = await withCheckedContinuation { continuation in
+            Thread {
+                let deadline = Date().addingTimeInterval(12)
+                while Date() < deadline {
+                    if let file = try? tests.temporaryFiles(directory).first,
+                        let size = try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size >= bytes
+                    {
+                        return continuation.resume(returning: nil)
+                    }
+                    guard process.isRunning else { return continuation.resume(returning: "the export finished before it could be interrupted") }
+                    usleep(2_000)
+                }
+                continuation.resume(returning: "the export never started writing")
+            }.start()
         }
-        throw ExportProcessError("the export never started writing")
+        if let outcome { throw ExportProcessError(outcome) }
     }
 
     @Test("--output gets exactly the exporter's bytes; the summary goes to stderr or --summary-json")
