@@ -280,9 +280,11 @@ extension StripeFake {
         try await store.run { store throws(StripeAPIError) in try store.redeliver(eventID, in: store.account(account)) }
     }
 
-    /// Waits until no event is queued or being sent; false on timeout (e.g. while paused).
+    /// Waits until no event is queued or being sent; false on timeout (e.g. while paused). The
+    /// default is generous, not a measure: it returns as soon as deliveries settle, and a full
+    /// test run on two busy cores has taken longer than 30 s to settle a handful.
     @discardableResult
-    public func waitForDeliveries(timeout: Duration = .seconds(30)) async -> Bool {
+    public func waitForDeliveries(timeout: Duration = .seconds(120)) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if await store.deliveriesSettled { return true }
