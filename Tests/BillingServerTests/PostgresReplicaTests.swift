@@ -94,24 +94,28 @@ struct PostgresReplicaTests {
                 }
 
                 // Eight senders at once, each delivery to the next replica in turn.
-                let statuses = try await withThrowingTaskGroup(of: UInt.self) { group in
-                    var statuses: [UInt] = []
+                // Each answer's status, and the body of any that is not 200, so that a failure says why.
+                let answers = try await withThrowingTaskGroup(of: (status: UInt, body: String).self) { group in
+                    var answers: [(status: UInt, body: String)] = []
                     for (index, body) in deliveries.enumerated() {
-                        if index >= 8, let status = try await group.next() { statuses.append(status) }
+                        if index >= 8, let answer = try await group.next() { answers.append(answer) }
                         let port = ports[index % ports.count]
                         group.addTask {
                             var post = HTTPClientRequest(url: "http://127.0.0.1:\(port)/webhooks/stripe")
                             post.method = .POST
                             for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
                             post.body = .bytes(ByteBuffer(bytes: body))
-                            return try await HTTPClient.shared.execute(post, timeout: .seconds(30)).status.code
+                            let response = try await HTTPClient.shared.execute(post, timeout: .seconds(30))
+                            let body = try await response.body.collect(upTo: 1 << 16)
+                            return (response.status.code, response.status.code == 200 ? "" : String(buffer: body))
                         }
                     }
-                    for try await status in group { statuses.append(status) }
-                    return statuses
+                    for try await answer in group { answers.append(answer) }
+                    return answers
                 }
-                #expect(statuses.count == deliveries.count)
-                #expect(statuses.allSatisfy { $0 == 200 }, "every delivery, duplicates too, is acknowledged")
+                #expect(answers.count == deliveries.count)
+                let refused = answers.filter { $0.status != 200 }.map { "\($0.status) \($0.body)" }
+                #expect(refused.isEmpty, "every delivery, duplicates too, is acknowledged; not: \(refused)")
 
                 let inbox = stores[0].inbox
                 #expect(try await inbox.count() == bodies.count, "each event is stored once, whichever replicas it reached")

@@ -16,22 +16,32 @@ enum MetricsFactReads {
 
     /// A scope's paid invoices of subscriptions that took money (not the $0 invoice that opens a
     /// trial, which would stand for the first payment and is never refunded), and whether a
-    /// refund that succeeded was made of what paid them (the invoice's charge or payment intent, or one of its payments'). `?` for
-    /// the `succeeded` status, the `paid` status, account and livemode.
+    /// refund that succeeded was made of what paid them (the invoice's charge or payment intent,
+    /// or one of its payments'). `?` for the `succeeded` status, the `paid` status, account and
+    /// livemode.
+    ///
+    /// The refunded charges and payment intents are each read once (uncorrelated `IN` lists, which
+    /// SQLite materializes and PostgreSQL hashes): a refund matched per invoice made the read
+    /// invoices × refunds (10,000 subscriptions: 92 s).
     static let paidInvoicesSQL = """
-        SELECT i.subscription, i.paidAt, EXISTS (
-            SELECT 1 FROM stripeRefund r
-            WHERE r.account = i.account AND r.livemode = i.livemode AND r.status = ?1 AND (
-                r.charge = i.charge OR r.paymentIntent = i.paymentIntent OR EXISTS (
-                    SELECT 1 FROM invoicePayment p
-                    WHERE p.account = i.account AND p.livemode = i.livemode AND p.invoice = i.id
-                        AND (r.charge = p.charge OR r.paymentIntent = p.paymentIntent)))
-        ) AS refunded
+        SELECT i.subscription, i.paidAt, COALESCE((
+            i.charge IN (\(refundedSQL("charge")))
+            OR i.paymentIntent IN (\(refundedSQL("paymentIntent")))
+            OR EXISTS (
+                SELECT 1 FROM invoicePayment p
+                WHERE p.account = i.account AND p.livemode = i.livemode AND p.invoice = i.id
+                    AND (p.charge IN (\(refundedSQL("charge"))) OR p.paymentIntent IN (\(refundedSQL("paymentIntent")))))
+        ), FALSE) AS refunded
         FROM invoice i
         WHERE i.account = ?3 AND i.livemode = ?4 AND i.status = ?2 AND i.subscription IS NOT NULL AND i.paidAt IS NOT NULL
             AND i.amountPaid > 0
         ORDER BY i.subscription, i.paidAt
         """
+
+    /// The scope's succeeded refunds' `column` (charge or payment intent), where they name one.
+    private static func refundedSQL(_ column: String) -> String {
+        "SELECT r.\(column) FROM stripeRefund r WHERE r.account = ?3 AND r.livemode = ?4 AND r.status = ?1 AND r.\(column) IS NOT NULL"
+    }
 
     static func paidInvoicesArguments(scope: ServiceScope) -> [LedgerValue] {
         [.text(Refund.succeeded), .text(InvoiceStatus.paid.rawValue), .text(scope.account), .boolean(scope.livemode)]
