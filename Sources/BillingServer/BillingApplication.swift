@@ -39,6 +39,8 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreClients: [AppStoreEnvironment: AppStoreClient] = [:]
     /// Checks that Apple signed a legacy receipt; without roots none verifies (and claims nothing).
     public var appStoreReceiptVerifier = AppStoreReceiptVerifier()
+    /// Signs App Store offers (`APPSTORE_OFFER_*`, else the API key); nil: those endpoints answer 503.
+    public var appStoreOfferSigner: AppStoreOfferSigner?
     /// Logs rejected requests, a flood of them in a few lines; the application runs it.
     public var rejections: RejectionLog
     /// Bearer tokens of the revenue metrics API under `/v1/metrics/`; the API is off when empty.
@@ -96,7 +98,8 @@ public enum BillingApplication {
             rejections: dependencies.rejections, users: users, stripe: dependencies.stripe,
             appStore: .init(
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
-                clients: dependencies.appStoreClients, receiptVerifier: dependencies.appStoreReceiptVerifier)
+                clients: dependencies.appStoreClients, receiptVerifier: dependencies.appStoreReceiptVerifier,
+                offerSigner: dependencies.appStoreOfferSigner)
         ).addRoutes(to: router)
         MetricsController(
             facts: dependencies.metricsFacts ?? dependencies.store.metrics,

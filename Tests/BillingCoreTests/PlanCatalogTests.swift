@@ -184,7 +184,7 @@ struct PlanCatalogTests {
          "unknown key; expected one of: id, name, rank, description, stripe, app_store, features, limits, past_due_grace_days"),
         (catalogWithPro(#""stripe": {"price": [{"id": "price_A"}]}"#), "tiers[1].stripe.price", "unknown key; expected one of: prices, products"),
         // App Store products.
-        (catalogWithPro(#""app_store": {"product": ["com.example.pro"]}"#), "tiers[1].app_store.product", "unknown key; expected one of: products"),
+        (catalogWithPro(#""app_store": {"product": ["com.example.pro"]}"#), "tiers[1].app_store.product", "unknown key; expected one of: products, subscription_group"),
         (catalogWithPro(#""app_store": {"products": ["com example pro"]}"#), "tiers[1].app_store.products[0]",
          #""com example pro" is not an App Store product id; expected the id from App Store Connect, such as com.example.pro.monthly (letters, digits, . _ and -)"#),
         (catalogWithPro(#""app_store": {"products": ["com.example.pro", "com.example.pro"]}"#), "tiers[1].app_store.products[1]",
@@ -192,7 +192,7 @@ struct PlanCatalogTests {
         (catalogWithPro(#""app_store": {"products": [{"id": "com.example.pro", "period": "P2W"}]}"#), "tiers[1].app_store.products[0].period",
          #""P2W" is not a subscription period; expected P1W, P1M, P2M, P3M, P6M or P1Y"#),
         (catalogWithPro(#""app_store": {"products": [{"id": "com.example.pro", "length": "P1M"}]}"#), "tiers[1].app_store.products[0].length",
-         "unknown key; expected one of: id, period"),
+         "unknown key; expected one of: id, period, promotional_offers, eligibility"),
         (catalogWithPro(#""app_store": {"products": [{"period": "P1M"}]}"#), "tiers[1].app_store.products[0].id", "is missing; it is required"),
         (catalogWithPro(#""app_store": {"products": [7]}"#), "tiers[1].app_store.products[0]",
          "not a product; expected a product id or {id: com.example.pro.monthly, period: P1M}"),

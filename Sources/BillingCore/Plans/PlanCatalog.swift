@@ -39,7 +39,10 @@ public struct PlanCatalog: Sendable, Equatable {
                     uniquingKeysWith: { first, _ in first }),
                 features: tier.features,
                 limits: tier.limits.map { PlanLimit(key: $0.key, value: $0.value) },
-                pastDueGrace: tier.pastDueGraceDays ?? .days(0))
+                pastDueGrace: tier.pastDueGraceDays ?? .days(0), appStoreSubscriptionGroup: tier.appStore?.subscriptionGroup,
+                appStoreOffers: Dictionary(
+                    (tier.appStore?.products ?? []).map { ($0.id, AppStoreProductOffers(promotionalOffers: $0.promotionalOffers, eligibility: $0.eligibility)) },
+                    uniquingKeysWith: { first, _ in first }))
         }
         let meters = document.meters.map {
             UsageMeter(id: $0.id, kind: $0.kind, limit: $0.limit, enforcement: $0.enforcement, stripeMeter: $0.stripeMeter)

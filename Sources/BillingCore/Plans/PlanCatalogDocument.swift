@@ -78,33 +78,49 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
         }
     }
 
-    /// The App Store side of a tier: the products whose purchase grants it.
+    /// The App Store side of a tier: the products whose purchase grants it, and the App Store
+    /// subscription group they belong to (`subscription_group`, App Store Connect's group id),
+    /// which ties tiers into one group for offers.
     public struct AppStore: Decodable, Sendable, Equatable {
         public var products: [Product]
+        public var subscriptionGroup: String?
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CatalogKey.self)
-            try container.refuseUnknownKeys(["products"])
+            try container.refuseUnknownKeys(["products", "subscription_group"])
             products = try container.optional([Product].self, "products") ?? []
+            subscriptionGroup = try container.optional(String.self, "subscription_group")
+            if let subscriptionGroup, subscriptionGroup.isEmpty || subscriptionGroup.count > 64 {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: container.codingPath + [CatalogKey("subscription_group")],
+                    debugDescription: "not a subscription group id; expected the id App Store Connect shows for the group, such as 21482038"))
+            }
         }
     }
 
     /// An App Store product: its id alone (`com.example.pro.monthly`), or with the period it
     /// renews for (`{id: com.example.pro.monthly, period: P1M}`), which the revenue metrics
-    /// take over the length of its transactions.
+    /// take over the length of its transactions, and the promotional offers billingd signs for it
+    /// (`promotional_offers: [winback_50]`, `eligibility: existing | lapsed | any`).
     public struct Product: Decodable, Sendable, Equatable {
         public var id: String
         public var period: AppStorePeriod?
+        public var promotionalOffers: [String]
+        public var eligibility: PromotionalOfferEligibility
 
-        public init(id: String, period: AppStorePeriod? = nil) {
+        public init(id: String, period: AppStorePeriod? = nil, promotionalOffers: [String] = [], eligibility: PromotionalOfferEligibility = .any) {
             self.id = id
             self.period = period
+            self.promotionalOffers = promotionalOffers
+            self.eligibility = eligibility
         }
 
         public init(from decoder: any Decoder) throws {
             if let id = try? decoder.singleValueContainer().decode(String.self) {
                 self.id = id
                 period = nil
+                promotionalOffers = []
+                eligibility = .any
                 return
             }
             guard let container = try? decoder.container(keyedBy: CatalogKey.self) else {
@@ -112,8 +128,16 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
                     codingPath: decoder.codingPath,
                     debugDescription: "not a product; expected a product id or {id: com.example.pro.monthly, period: P1M}"))
             }
-            try container.refuseUnknownKeys(["id", "period"])
+            try container.refuseUnknownKeys(["id", "period", "promotional_offers", "eligibility"])
             id = try container.required(String.self, "id")
+            promotionalOffers = try container.optional([String].self, "promotional_offers") ?? []
+            for (index, offer) in promotionalOffers.enumerated() where !PlanCatalog.isAppStoreProductID(offer) {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: container.codingPath + [CatalogKey("promotional_offers"), CatalogKey(intValue: index)!],
+                    debugDescription: "not an offer identifier; expected the promotional offer's identifier from App Store Connect (letters, digits, ., _ or -)"))
+            }
+            eligibility = try container.optional(String.self, "eligibility") == nil
+                ? .any : try container.word("eligibility", expected: "existing (subscribed now), lapsed (subscribed before, not now) or any")
             if let period = try container.optional(String.self, "period") {
                 guard let parsed = AppStorePeriod(rawValue: period.uppercased()) else {
                     throw DecodingError.dataCorrupted(.init(

@@ -16,6 +16,11 @@ public struct PlanTier: Sendable, Hashable {
     public let appStoreProducts: [String]
     /// The periods the catalog gives for some of ``appStoreProducts`` (the revenue metrics' monthly amount).
     public let appStorePeriods: [String: AppStorePeriod]
+    /// The App Store subscription group of the tier's products (`subscription_group`); tiers
+    /// naming the same group form one group for offers.
+    public let appStoreSubscriptionGroup: String?
+    /// The promotional offers the catalog lists for some of ``appStoreProducts``.
+    public let appStoreOffers: [String: AppStoreProductOffers]
     /// Feature keys, in the catalog's order.
     public let features: [String]
     /// Limits, in the catalog's order.
@@ -26,7 +31,8 @@ public struct PlanTier: Sendable, Hashable {
     public init(
         id: String, name: String, rank: Int64, description: String? = nil, prices: [PlanPrice] = [],
         products: [String] = [], appStoreProducts: [String] = [], appStorePeriods: [String: AppStorePeriod] = [:], features: [String] = [],
-        limits: [PlanLimit] = [], pastDueGrace: PastDueGrace = .days(0)
+        limits: [PlanLimit] = [], pastDueGrace: PastDueGrace = .days(0), appStoreSubscriptionGroup: String? = nil,
+        appStoreOffers: [String: AppStoreProductOffers] = [:]
     ) {
         self.id = id
         self.name = name
@@ -36,6 +42,8 @@ public struct PlanTier: Sendable, Hashable {
         self.products = products
         self.appStoreProducts = appStoreProducts
         self.appStorePeriods = appStorePeriods
+        self.appStoreSubscriptionGroup = appStoreSubscriptionGroup
+        self.appStoreOffers = appStoreOffers
         self.features = features
         self.limits = limits
         self.pastDueGrace = pastDueGrace

@@ -17,6 +17,7 @@ import Logging
 ///   transactions are recorded for the user — only if Apple signed the receipt; an unverified
 ///   one restores only purchases already the user's; answers like a restore.
 /// - `GET /v1/users/{user}/appstore/account-token`: the user's `appAccountToken`.
+/// - the offer signatures of ``AppStoreOfferController``.
 public struct AppStoreController: Sendable {
     /// What the endpoints need besides the ledger.
     public struct Configuration: Sendable {
@@ -31,16 +32,21 @@ public struct AppStoreController: Sendable {
         /// Checks that Apple signed a legacy receipt (`APPSTORE_RECEIPT_ROOT_CERTIFICATES`); one
         /// with no root verifies none, and unverified receipts claim nothing.
         public var receiptVerifier: AppStoreReceiptVerifier
+        /// Signs promotional offers and introductory-offer eligibility; nil answers those
+        /// endpoints 503 `offer_signing_not_configured`.
+        public var offerSigner: AppStoreOfferSigner?
 
         public init(
             verifier: AppStoreVerifier?, ownership: AppStoreOwnershipRule = .keep, users: UserController.Configuration = .init(),
-            clients: [AppStoreEnvironment: AppStoreClient] = [:], receiptVerifier: AppStoreReceiptVerifier = AppStoreReceiptVerifier()
+            clients: [AppStoreEnvironment: AppStoreClient] = [:], receiptVerifier: AppStoreReceiptVerifier = AppStoreReceiptVerifier(),
+            offerSigner: AppStoreOfferSigner? = nil
         ) {
             self.verifier = verifier
             self.ownership = ownership
             self.users = users
             self.clients = clients
             self.receiptVerifier = receiptVerifier
+            self.offerSigner = offerSigner
         }
     }
 
@@ -52,14 +58,17 @@ public struct AppStoreController: Sendable {
     let ledger: any AppStoreLedgerStore
     let users: any UserLedgerStore
     let configuration: Configuration
+    let offers: AppStoreOfferController
 
     public init(store: any LedgerStore, configuration: Configuration) {
         ledger = store.appStore
         users = store.users
         self.configuration = configuration
+        offers = AppStoreOfferController(store: store, configuration: configuration)
     }
 
     public func addRoutes<Methods: RouterMethods>(to router: Methods) {
+        offers.addRoutes(to: router)
         router.post("users/:user/appstore/transactions") { request, context in
             let user = try UserRequest(request, context: context, scope: configuration.users.scope)
             let body = try await Body(request, members: ["signed_transaction"])

@@ -71,6 +71,8 @@ struct AppStoreParts {
     var verifier: AppStoreVerifier?
     var receiptVerifier: AppStoreReceiptVerifier
     var clients: [AppStoreEnvironment: AppStoreClient]
+    /// Signs promotional offers and introductory-offer eligibility; nil without a key.
+    var offerSigner: AppStoreOfferSigner?
     /// Local mode's PKI root, trusted beside the configured roots.
     var localRoot: [UInt8]?
 
@@ -80,7 +82,8 @@ struct AppStoreParts {
         let localRoot = try await local?.appStoreRoot(in: store)
         return AppStoreParts(
             verifier: try AppStoreSupport.verifier(settings, localRoot: localRoot),
-            receiptVerifier: try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot), clients: clients, localRoot: localRoot)
+            receiptVerifier: try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot), clients: clients,
+            offerSigner: try settings.offerSigner(bundleID: localRoot == nil ? nil : AppStoreSupport.localBundleID), localRoot: localRoot)
     }
 
     /// Local mode's Sandbox stand-in, when it runs, answers for the App Store Server API's Sandbox.
@@ -97,6 +100,7 @@ struct AppStoreParts {
         dependencies.appStoreOwnership = settings.ownership
         dependencies.appStoreClients = clients
         dependencies.appStoreReceiptVerifier = receiptVerifier
+        dependencies.appStoreOfferSigner = offerSigner
         guard verifier != nil else { return }
         logger.notice(
             "App Store on: POST /webhooks/appstore",

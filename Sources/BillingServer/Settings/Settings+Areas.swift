@@ -123,6 +123,18 @@ extension Settings.AppStore {
         }
         apiBase = try read(SettingsTable.appStoreAPIBase)
         rateLimit = try read(SettingsTable.appStoreRateLimit)
+        offerKeyID = try read(SettingsTable.appStoreOfferKeyID)
+        offerPrivateKey = try read(SettingsTable.appStoreOfferPrivateKey)
+        switch (offerKeyID, offerPrivateKey) {
+        case (nil, .some):
+            throw SettingsError.invalid("APPSTORE_OFFER_KEY_ID", nil, "set together with APPSTORE_OFFER_PRIVATE_KEY: the id App Store Connect shows beside the In-App Purchase key")
+        case (.some, nil):
+            throw SettingsError.invalid("APPSTORE_OFFER_PRIVATE_KEY", nil, "set together with APPSTORE_OFFER_KEY_ID: the key's PEM text or the path of its .p8 file")
+        default: break
+        }
+        if let offerKeyID, !(offerKeyID.count == 10 && offerKeyID.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) })) {
+            throw SettingsError.invalid("APPSTORE_OFFER_KEY_ID", offerKeyID, "the 10-character key id App Store Connect shows beside the key, such as 2X9R4HXF34")
+        }
     }
 }
 

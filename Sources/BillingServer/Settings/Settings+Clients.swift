@@ -45,3 +45,27 @@ extension Settings.AppStore {
         return clients
     }
 }
+
+extension Settings.AppStore {
+    /// What signs promotional offers and introductory-offer eligibility: `APPSTORE_OFFER_KEY_ID`
+    /// and `APPSTORE_OFFER_PRIVATE_KEY` (PEM text or a `.p8` path), else the App Store Server
+    /// API's key; the issuer is `APPSTORE_ISSUER_ID`. Nil without a bundle id or a key (the offer
+    /// endpoints then answer 503 `offer_signing_not_configured`); throws when the key is unsafe
+    /// or not a key. The key's text never reaches a message.
+    public func offerSigner(bundleID fallbackBundleID: String? = nil) throws -> AppStoreOfferSigner? {
+        guard let bundleID = self.bundleID ?? fallbackBundleID else { return nil }
+        let setting = offerKeyID == nil ? "APPSTORE_PRIVATE_KEY" : "APPSTORE_OFFER_PRIVATE_KEY"
+        guard let keyID = offerKeyID ?? self.keyID, let source = offerPrivateKey ?? privateKeyPath else { return nil }
+        let key: P256.Signing.PrivateKey
+        do {
+            if source.contains("-----BEGIN") {
+                key = try AppStoreSigningKey.parse(pem: source, origin: "its PEM text")
+            } else {
+                key = try AppStoreSigningKey.load(path: source)
+            }
+        } catch {
+            throw SettingsError.unusable("\(setting): \(error.message)")
+        }
+        return AppStoreOfferSigner(keyID: keyID, issuerID: issuerID, bundleID: bundleID, key: key)
+    }
+}

@@ -136,6 +136,12 @@ public struct Settings: Sendable {
         public var apiBase: String?
         /// App Store Server API requests per second.
         public var rateLimit: Double
+        /// The key id that signs promotional offers and introductory-offer eligibility;
+        /// `APPSTORE_KEY_ID` when not set.
+        public var offerKeyID: String?
+        /// That key: PEM text, or the path of a `.p8` file (never logged); `APPSTORE_PRIVATE_KEY`
+        /// when not set.
+        public var offerPrivateKey: String?
     }
 
     /// The outbox: signed webhooks to the app's backend.
@@ -209,12 +215,19 @@ public struct Settings: Sendable {
     }
 
     /// Every configured secret value (webhook secrets, service API, console and metrics tokens, the Stripe
-    /// key, the database password), for the log handler to mask wherever one appears. The app's
+    /// key, the database password, an offer key given as PEM text and each of its lines), for the
+    /// log handler to mask wherever one appears. The app's
     /// webhook URLs are logged with each failed delivery: credentials in one (`user:password@`,
     /// a `?token=` value) are masked too.
     public var secretValues: [String] {
         stripe.webhookSecrets + serviceAPI.tokens + console.tokens.map(\.token) + outbox.webhookSecrets + outbox.webhookURLs.flatMap(Self.credentials(in:))
-            + [metrics.token, stripe.apiKey, database.postgres?.password?.value].compactMap { $0 }
+            + [metrics.token, stripe.apiKey, database.postgres?.password?.value].compactMap { $0 } + Self.pemSecrets(appStore.offerPrivateKey)
+    }
+
+    /// A key given as PEM text, whole and line by line (a log line could carry one); nothing for a path.
+    static func pemSecrets(_ value: String?) -> [String] {
+        guard let value, value.contains("-----BEGIN") else { return [] }
+        return [value] + value.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.hasPrefix("-----") && $0.utf8.count >= 8 }
     }
 
     /// The password and query values of a URL: what an endpoint's address may carry as a secret.

@@ -21,7 +21,7 @@ enum SettingsTable {
         appStoreBundleID.description, appStoreAppAppleID.description, appStoreEnvironments.description,
         appStoreRootCertificates.description, appStoreReceiptRootCertificates.description, appStoreOwnership.description,
         appStoreIssuerID.description, appStoreKeyID.description, appStorePrivateKey.description, appStoreAPIBase.description,
-        appStoreRateLimit.description,
+        appStoreRateLimit.description, appStoreOfferKeyID.description, appStoreOfferPrivateKey.description,
         appWebhookURLs.description, appWebhookSecrets.description, appWebhookConnectTimeout.description, appWebhookTimeout.description,
         consoleTokens.description, reportingCurrency.description, exchangeRates.description,
     ]
@@ -215,6 +215,11 @@ extension SettingsTable {
         parse: .httpURL(example: "https://api.storekit.apple.com"))
     static let appStoreRateLimit = Setting<Double>(
         "APPSTORE_RATE_LIMIT", .appStore, default: "20", meaning: "App Store Server API requests/s", parse: .requestsPerSecond)
+    /// The key that signs offers; set together, else the API key's settings sign them.
+    static let appStoreOfferKeyID = Setting<String?>(
+        "APPSTORE_OFFER_KEY_ID", .appStore, unset: "APPSTORE_KEY_ID", meaning: "key id of the offer-signing key", parse: .text)
+    static let appStoreOfferPrivateKey = Setting<String?>(
+        "APPSTORE_OFFER_PRIVATE_KEY", .appStore, unset: "APPSTORE_PRIVATE_KEY", meaning: "offer-signing .p8 key: PEM text or path", parse: .text)
 
     // MARK: outbox
 

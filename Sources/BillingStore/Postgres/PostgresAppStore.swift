@@ -106,6 +106,16 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
         }
     }
 
+    func introductoryOffers(of user: String, livemode: Bool) async throws -> [AppStoreIntroductoryOffer] {
+        try await client.withConnection { connection in
+            var offers: [AppStoreIntroductoryOffer] = []
+            for try await row in try await connection.run(AppStoreLedgerRows.introductoryOffersSQL(livemode: livemode), [.text(user)], logger: logger) {
+                if let offer = AppStoreLedgerRows.introductoryOffer(from: PostgresRowValues(values: try row.map(LedgerValue.init))) { offers.append(offer) }
+            }
+            return offers
+        }
+    }
+
     // MARK: AppStoreReconciliationStore
 
     func staleSubscriptions(environment: String, now: Int64, after: String?, limit: Int) async throws

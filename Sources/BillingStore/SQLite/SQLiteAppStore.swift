@@ -98,4 +98,14 @@ public struct SQLiteAppStore: AppStoreLedgerStore {
         }
         return owned.intersection(originalTransactionIDs)
     }
+
+    public func introductoryOffers(of user: String, livemode: Bool) async throws -> [AppStoreIntroductoryOffer] {
+        try await database.writer.read { db in
+            var offers: [AppStoreIntroductoryOffer] = []
+            try SQLiteColumns.forEachRow(db.cachedStatement(sql: AppStoreLedgerRows.introductoryOffersSQL(livemode: livemode)), arguments: [user]) { row in
+                if let offer = AppStoreLedgerRows.introductoryOffer(from: row) { offers.append(offer) }
+            }
+            return offers
+        }
+    }
 }

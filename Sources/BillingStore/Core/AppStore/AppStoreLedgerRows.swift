@@ -240,6 +240,28 @@ extension AppStoreLedgerRows {
     }
 }
 
+extension AppStoreLedgerRows {
+    /// Every transaction of a user's purchases in one mode that was bought with an introductory
+    /// offer (`offerType` 1), oldest first: what introductory-offer eligibility reads.
+    static func introductoryOffersSQL(livemode: Bool) -> String {
+        """
+        SELECT s.environment, s.originalTransactionID, s.transactionID, s.productID, s.subscriptionGroupIdentifier, s.purchaseDate
+        FROM appStoreOwner o
+        JOIN appStoreTransaction s ON s.environment = o.environment AND s.originalTransactionID = o.originalTransactionID
+        WHERE o.appUserID = ? AND \(environmentsSQL(livemode: livemode)) AND s.offerType = 1
+        ORDER BY s.purchaseDate, s.environment, s.transactionID
+        """
+    }
+
+    static func introductoryOffer(from row: some LedgerColumnReading) -> AppStoreIntroductoryOffer? {
+        guard let environment = row.string(0), let original = row.string(1), let transaction = row.string(2), let product = row.string(3)
+        else { return nil }
+        return AppStoreIntroductoryOffer(
+            environment: environment, originalTransactionID: original, transactionID: transaction, productID: product,
+            subscriptionGroupIdentifier: row.string(4), purchaseDate: row.int64(5))
+    }
+}
+
 extension AppAccountToken {
     /// The `meta` key under which a database keeps the namespace its account tokens derive from.
     static let namespaceKey = "appstore_account_token_namespace"

@@ -14,6 +14,9 @@ public protocol AppStoreLedgerStore: Sendable {
     /// Of `originalTransactionIDs`, those of purchases tied to `user` in `environment`: what an
     /// unverified receipt may look at (it never claims a purchase).
     func originalTransactionIDs(_ originalTransactionIDs: [String], ownedBy user: String, environment: String) async throws -> Set<String>
+    /// The transactions of `user`'s purchases in one mode (Production is live) bought with an
+    /// introductory offer, oldest first.
+    func introductoryOffers(of user: String, livemode: Bool) async throws -> [AppStoreIntroductoryOffer]
 }
 
 /// What became of one transaction the app forwarded.
