@@ -21,8 +21,13 @@ public struct BillingServerDependencies: Sendable {
     public var now: @Sendable () -> Date
     /// When set, `GET /metrics` answers only with this bearer token.
     public var metricsToken: String?
-    /// Bearer tokens of the service API under `/v1/`; the API is off when empty.
-    public var apiTokens: [String]
+    /// Bearer tokens of the service API under `/v1/`, with their labels; the API is off when empty.
+    public var labeledAPITokens: [ConsoleToken]
+    /// The service API's tokens alone (setting them drops the labels).
+    public var apiTokens: [String] {
+        get { labeledAPITokens.map(\.token) }
+        set { labeledAPITokens = newValue.map { ConsoleToken(token: $0) } }
+    }
     /// The plan catalog (`BILLINGD_PLANS`, see `PlanCatalogLoader`); just a free tier without one.
     public var plans: PlanCatalog
     /// The mode and account the service API answers from (see `ServiceScope.forAPIKey`).
@@ -64,7 +69,7 @@ public struct BillingServerDependencies: Sendable {
         self.benchmarkRoutes = benchmarkRoutes
         self.now = now
         self.metricsToken = nil
-        self.apiTokens = apiTokens
+        self.labeledAPITokens = apiTokens.map { ConsoleToken(token: $0) }
         self.plans = plans
         self.scope = scope
         self.stripe = stripe
@@ -100,6 +105,10 @@ public enum BillingApplication {
                 verifier: dependencies.appStoreVerifier, ownership: dependencies.appStoreOwnership, users: users,
                 clients: dependencies.appStoreClients, receiptVerifier: dependencies.appStoreReceiptVerifier,
                 offerSigner: dependencies.appStoreOfferSigner)
+        ).addRoutes(to: router)
+        GrantController(
+            store: dependencies.store, tokens: CallerTokens(api: dependencies.labeledAPITokens, console: dependencies.consoleTokens),
+            configuration: users, metrics: dependencies.metrics, rejections: dependencies.rejections
         ).addRoutes(to: router)
         MetricsController(
             facts: dependencies.metricsFacts ?? dependencies.store.metrics,

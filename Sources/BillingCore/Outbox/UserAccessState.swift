@@ -7,9 +7,9 @@ public struct UserAccessState: Codable, Equatable, Sendable {
     public var entitled: Bool
     /// ``AccessReason``'s raw value.
     public var why: String
-    /// `stripe` or `app_store`; nil without a subscription.
+    /// `stripe`, `app_store` or `grant`; nil without a subscription or grant.
     public var source: String?
-    /// The deciding Stripe subscription, or App Store original transaction.
+    /// The deciding Stripe subscription, App Store original transaction, or grant.
     public var subscriptionID: String?
     /// Its status (Stripe's, or the App Store status by date).
     public var status: String?
@@ -68,6 +68,12 @@ public struct UserAccessState: Codable, Equatable, Sendable {
             cancelScheduled = !record.isLifetime && record.autoRenewStatus == false && [.active, .gracePeriod].contains(status)
             billingIssue = status == .gracePeriod || status == .billingRetry
             revoked = record.revoked
+        } else if let grant = resolution.grant {
+            // A grant is announced like a subscription that ends at its expiry; a revoked one
+            // simply ends (no refund: nothing was paid).
+            subscriptionID = grant.id
+            status = resolution.grantStatus
+            periodEnd = grant.expiresAt
         } else if let subscription = resolution.subscription {
             let item = resolution.item
             subscriptionID = subscription.id

@@ -23,11 +23,13 @@ public enum AccessReason: String, Sendable, Hashable, CaseIterable {
     case billingRetry = "billing_retry"
     /// The App Store purchase was refunded or its family sharing revoked.
     case revoked
+    /// A promotional grant gives the tier until its expiry (``PromotionalGrant``).
+    case granted
 
     /// Whether a subscription in this state grants its tier.
     public var grantsAccess: Bool {
         switch self {
-        case .trialing, .active, .canceling, .grace: true
+        case .trialing, .active, .canceling, .grace, .granted: true
         case .free, .incomplete, .paused, .expired, .billingRetry, .revoked: false
         }
     }
@@ -53,6 +55,8 @@ public struct PlanResolution: Sendable, Equatable {
     public var appStoreSubscription: AppStoreSubscriptionRecord?
     /// Its status at the time of resolution.
     public var appStoreStatus: AppStoreStatus?
+    /// The promotional grant that decided, when one did.
+    public var grant: PromotionalGrant?
     /// The item of ``subscription`` that granted the tier (or its first item).
     public var item: LedgerSubscription.Item?
     /// The quantity that per-seat limits counted: the granting item's quantity (1 when it has none).
@@ -72,6 +76,12 @@ public struct PlanResolution: Sendable, Equatable {
     /// then gets ``plan`` nil with the default tier's features and limits.
     public var unmappedPrice: String?
 
+    /// The deciding grant's status: `active` while it grants the tier, else `revoked` or
+    /// `expired`; nil when no grant decided.
+    public var grantStatus: String? {
+        grant.map { entitled ? "active" : $0.revokedAt != nil ? "revoked" : "expired" }
+    }
+
     /// One limit with the tier's rule applied to the subscription's quantity.
     public struct ResolvedLimit: Sendable, Equatable {
         public var key: String
@@ -84,15 +94,17 @@ public struct PlanResolution: Sendable, Equatable {
     }
 }
 
-/// The store a subscription was bought in.
+/// Where the deciding access comes from: the store a subscription was bought in, or a grant.
 public enum EntitlementSource: String, Sendable, Hashable {
     case stripe
     case appStore = "app_store"
+    /// A promotional grant (``PromotionalGrant``).
+    case grant
 }
 
 extension PlanCatalog {
     /// Resolves a user's access from all their subscriptions (of one mode and account), in
-    /// Stripe and in the App Store.
+    /// Stripe and in the App Store, and their promotional grants.
     ///
     /// Each subscription is judged alone: `trialing` and `active` grant their tier (until
     /// `cancel_at`, or the period end with `cancel_at_period_end`: past it nothing is granted
@@ -104,12 +116,16 @@ extension PlanCatalog {
     /// the highest-ranked tier wins, then the later `validUntil`; a price that no tier names
     /// ranks below every tier. App Store purchases are judged by ``AppStoreSubscriptionRecord/status(now:)``
     /// and ranked with the Stripe subscriptions: the highest tier any entitled source grants wins.
+    /// A grant counts like a subscription of its tier from its start until its expiry (by date:
+    /// past it, or once revoked, it grants nothing); a grant of a tier the catalog no longer has
+    /// grants nothing.
     /// - Parameter now: Unix seconds.
     public func resolve(
-        _ subscriptions: [LedgerSubscription], appStore: [AppStoreSubscriptionRecord] = [], stripeEntitlements: [String] = [],
-        now: Int64
+        _ subscriptions: [LedgerSubscription], appStore: [AppStoreSubscriptionRecord] = [], grants: [PromotionalGrant] = [],
+        stripeEntitlements: [String] = [], now: Int64
     ) -> PlanResolution {
         let evaluations = subscriptions.map { evaluate($0, now: now) } + appStore.map { evaluate($0, now: now) }
+            + grants.map { evaluate($0, now: now) }
         let entitlements = Array(Set(stripeEntitlements)).sorted()
 
         if let winner = evaluations.filter({ $0.why.grantsAccess }).max(by: Evaluation.ranksBelow) {
@@ -117,7 +133,7 @@ extension PlanCatalog {
             return PlanResolution(
                 tier: tier, plan: winner.tier?.id, entitled: true, why: winner.why, source: winner.source,
                 subscription: winner.subscription, appStoreSubscription: winner.appStore, appStoreStatus: winner.appStoreStatus,
-                item: winner.item, quantity: winner.quantity, validUntil: winner.validUntil, graceUntil: winner.graceUntil,
+                grant: winner.grant, item: winner.item, quantity: winner.quantity, validUntil: winner.validUntil, graceUntil: winner.graceUntil,
                 endsAt: winner.endsAt, features: tier.features, limits: Self.limits(of: tier, quantity: winner.quantity ?? 1),
                 stripeEntitlements: entitlements,
                 unmappedPrice: winner.tier == nil ? winner.item.flatMap { $0.price ?? $0.lookupKey } ?? winner.appStore?.productID : nil)
@@ -126,7 +142,7 @@ extension PlanCatalog {
         return PlanResolution(
             tier: defaultTier, plan: defaultTier.id, entitled: false, why: deciding?.why ?? .free, source: deciding?.source,
             subscription: deciding?.subscription, appStoreSubscription: deciding?.appStore,
-            appStoreStatus: deciding?.appStoreStatus, item: deciding?.item, quantity: nil, validUntil: nil, graceUntil: nil,
+            appStoreStatus: deciding?.appStoreStatus, grant: deciding?.grant, item: deciding?.item, quantity: nil, validUntil: nil, graceUntil: nil,
             endsAt: deciding?.endsAt, features: defaultTier.features, limits: Self.limits(of: defaultTier, quantity: 1),
             stripeEntitlements: entitlements, unmappedPrice: nil)
     }
@@ -136,6 +152,7 @@ extension PlanCatalog {
         var subscription: LedgerSubscription?
         var appStore: AppStoreSubscriptionRecord?
         var appStoreStatus: AppStoreStatus?
+        var grant: PromotionalGrant?
         var tier: PlanTier?
         var item: LedgerSubscription.Item?
         var quantity: Int64?
@@ -144,10 +161,11 @@ extension PlanCatalog {
         var graceUntil: Int64?
         var endsAt: Int64?
 
-        var source: EntitlementSource { appStore == nil ? .stripe : .appStore }
-        /// Unix seconds: a Stripe subscription's creation, an App Store purchase's current period start.
-        var created: Int64 { subscription?.created ?? appStore?.purchaseDate.map { $0 / 1000 } ?? 0 }
-        var id: String { subscription?.id ?? appStore?.originalTransactionID ?? "" }
+        var source: EntitlementSource { grant != nil ? .grant : appStore == nil ? .stripe : .appStore }
+        /// Unix seconds: a Stripe subscription's creation, an App Store purchase's current period
+        /// start, a grant's start.
+        var created: Int64 { subscription?.created ?? appStore?.purchaseDate.map { $0 / 1000 } ?? grant?.startsAt ?? 0 }
+        var id: String { subscription?.id ?? appStore?.originalTransactionID ?? grant?.id ?? "" }
 
         /// Order of granting subscriptions: a catalog tier before an unmapped price, then the
         /// higher rank, the later validity (none = open-ended), the newer subscription, the smaller id.
@@ -274,6 +292,19 @@ extension PlanCatalog {
         case .revoked:
             evaluation.why = .revoked
             evaluation.endsAt = record.revocationDate.map { $0 / 1000 }
+        }
+        return evaluation
+    }
+
+    /// A promotional grant judged alone, by its dates: its tier from its start until its expiry,
+    /// nothing once revoked.
+    func evaluate(_ grant: PromotionalGrant, now: Int64) -> Evaluation {
+        var evaluation = Evaluation(
+            subscription: nil, appStore: nil, appStoreStatus: nil, grant: grant, tier: tier(id: grant.tier), item: nil, quantity: 1,
+            why: .expired, validUntil: nil, graceUntil: nil, endsAt: grant.revokedAt.map { min($0, grant.expiresAt) } ?? grant.expiresAt)
+        if grant.isActive(now: now), evaluation.tier != nil {
+            evaluation.why = .granted
+            evaluation.validUntil = grant.expiresAt
         }
         return evaluation
     }

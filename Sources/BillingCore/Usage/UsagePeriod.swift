@@ -32,7 +32,7 @@ extension PlanResolution {
     /// the Stripe subscription that grants the tier (the item's period where Stripe keeps it
     /// there, as API versions since 2025-03-31 do), the App Store purchase's period (its latest
     /// transaction's purchase date to its expiry date), and the calendar month in UTC for a user
-    /// on the default tier or a purchase with no period (a lifetime one).
+    /// on the default tier, a purchase with no period (a lifetime one) or a promotional grant.
     ///
     /// A period that `now` has passed — a renewal not heard of yet, a grace period — is moved on
     /// by its own length until it holds `now`, so usage never counts into an ended period.
@@ -44,7 +44,8 @@ extension PlanResolution {
             bounds = (item?.currentPeriodStart ?? subscription?.currentPeriodStart, item?.currentPeriodEnd ?? subscription?.currentPeriodEnd)
         case .appStore:
             bounds = (appStoreSubscription?.purchaseDate.map { $0 / 1000 }, appStoreSubscription?.expiresDate.map { $0 / 1000 })
-        case nil:
+        case .grant, nil:
+            // A grant has no billing period: its counters add up per calendar month, as the default tier's.
             bounds = (nil, nil)
         }
         guard let start = bounds.0, let end = bounds.1, start < end, start <= now else { return .calendarMonth(containing: now) }

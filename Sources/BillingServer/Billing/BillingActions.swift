@@ -296,7 +296,9 @@ public struct BillingActions: Sendable {
         guard resolution.entitled, let subscription = resolution.subscription else {
             throw APIError(
                 .notFound, code: "no_subscription",
-                message: billing.isKnown
+                message: resolution.grant != nil && resolution.entitled
+                    ? "This user's access comes from promotional grant \(resolution.grant?.id ?? ""), not a subscription; revoke it with DELETE /v1/users/{user}/grants/{id}."
+                    : billing.isKnown
                     ? "This user has no subscription that gives access now (\(resolution.why.rawValue)), so there is nothing to cancel."
                     : "No Stripe customer is tied to this app user in \(input.scope), so there is no subscription to cancel.")
         }

@@ -112,6 +112,7 @@ public struct BillingDaemon: Sendable {
             benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.serviceAPI.tokens)
         dependencies.metricsToken = settings.metrics.token
         dependencies.consoleTokens = settings.console.tokens
+        dependencies.labeledAPITokens = settings.serviceAPI.labeledTokens
         dependencies.exchangeRates = settings.console.exchangeRates
         dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe.serviceClient

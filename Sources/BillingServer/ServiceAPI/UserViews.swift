@@ -55,6 +55,8 @@ public struct SubscriptionView: Sendable {
         json.field("plan_name", resolution.plan == nil ? nil : resolution.tier.name)
         if let record = resolution.appStoreSubscription {
             Self.appStore(record, status: resolution.appStoreStatus, resolution: resolution, into: &json)
+        } else if let grant = resolution.grant {
+            Self.grant(grant, resolution: resolution, into: &json)
         } else {
             Self.stripe(resolution, into: &json)
         }
@@ -97,6 +99,24 @@ public struct SubscriptionView: Sendable {
             json.field("will_renew", false)
             json.field("billing_issue", false)
         }
+        json.field("environment", nil as String?)
+    }
+
+    /// A promotional grant: its id as `subscription_id` and `grant_id`, its start and expiry as
+    /// the period; it never renews and has no billing issue.
+    private static func grant(_ grant: PromotionalGrant, resolution: PlanResolution, into json: inout JSONBytesWriter) {
+        json.field("status", resolution.grantStatus)
+        json.field("why", resolution.why.rawValue)
+        json.field("source", EntitlementSource.grant.rawValue)
+        json.field("subscription_id", grant.id)
+        json.field("grant_id", grant.id)
+        json.field("quantity", 1 as Int64?)
+        json.field("current_period_start", grant.startsAt)
+        json.field("current_period_end", grant.expiresAt)
+        json.field("cancel_at_period_end", false)
+        json.field("will_renew", false)
+        json.field("billing_issue", false)
+        json.field("revoked_at", grant.revokedAt)
         json.field("environment", nil as String?)
     }
 
@@ -161,8 +181,9 @@ public struct EntitlementsView: Sendable {
         json.field("entitled", resolution.entitled)
         json.field("why", resolution.why.rawValue)
         json.field("source", resolution.source?.rawValue)
-        json.field("status", resolution.appStoreStatus?.rawValue ?? resolution.subscription?.status.rawValue)
-        json.field("subscription_id", resolution.subscription?.id ?? resolution.appStoreSubscription?.originalTransactionID)
+        json.field("status", resolution.appStoreStatus?.rawValue ?? resolution.subscription?.status.rawValue ?? resolution.grantStatus)
+        json.field("subscription_id", resolution.subscription?.id ?? resolution.appStoreSubscription?.originalTransactionID ?? resolution.grant?.id)
+        json.field("grant_id", resolution.grant?.id)
         json.field("environment", resolution.appStoreSubscription?.environment)
         json.field("valid_until", resolution.validUntil)
         json.field("grace_until", resolution.graceUntil)

@@ -79,8 +79,10 @@ public struct Settings: Sendable {
 
     /// The service API for the app's backend.
     public struct ServiceAPI: Sendable {
-        /// Bearer tokens it accepts; empty: the service API is off.
-        public var tokens: [String]
+        /// Bearer tokens it accepts, with their labels; empty: the service API is off.
+        public var labeledTokens: [ConsoleToken]
+        /// The tokens alone.
+        public var tokens: [String] { labeledTokens.map(\.token) }
     }
 
     /// `GET /metrics`.
@@ -193,7 +195,7 @@ public struct Settings: Sendable {
         database = try Database(read)
         server = try Server(read)
         stripe = try Stripe(read)
-        serviceAPI = ServiceAPI(tokens: try read(SettingsTable.serviceAPITokens))
+        serviceAPI = ServiceAPI(labeledTokens: try read(SettingsTable.serviceAPITokens))
         plans = Plans(catalogPath: try read(SettingsTable.plansPath))
         metrics = Metrics(token: try read(SettingsTable.metricsToken))
         logging = Logging(level: try read(SettingsTable.logLevel))

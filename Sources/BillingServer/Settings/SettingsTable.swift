@@ -121,16 +121,11 @@ enum SettingsTable {
 
     // MARK: service API, metrics, plans, logging
 
-    static let serviceAPITokens = Setting<[String]>(
-        "BILLINGD_API_TOKENS", .serviceAPI, unset: "API off", meaning: "service API bearer tokens, comma-separated, at least 16 characters each",
-        list: .list { token, name throws(SettingsError) in
-            if token.contains("REPLACE_ME") {
-                throw SettingsError.invalid(name, nil, "tokens of your own; one is still the example's placeholder")
-            }
-            if token.utf8.count < 16 {
-                throw SettingsError.invalid(name, nil, "tokens of at least 16 characters; one of them is \(token.utf8.count) characters long")
-            }
-        })
+    static let serviceAPITokens = Setting<[ConsoleToken]>(
+        "BILLINGD_API_TOKENS", .serviceAPI, unset: "API off",
+        meaning: "service API bearer tokens, comma-separated, each TOKEN or LABEL:TOKEN (the label names the app in grants and the log), at least 16 characters each",
+        isList: true, whenUnset: [],
+        parse: SettingParser { text, name throws(SettingsError) in try labeledTokens(text, name: name) })
     static let metricsToken = Setting<String?>(
         "BILLINGD_METRICS_TOKEN", .metrics, unset: "open", meaning: "bearer token /metrics requires, at least 16 characters",
         parse: SettingParser { token, name throws(SettingsError) in
@@ -245,19 +240,24 @@ extension SettingsTable {
 
     static let consoleTokens = Setting<[ConsoleToken]>(
         "BILLINGD_CONSOLE_TOKENS", .console, unset: "metrics API off",
-        meaning: "metrics API bearer tokens (operators, finance), comma-separated, each TOKEN or LABEL:TOKEN, at least 16 characters each",
+        meaning: "metrics API and grants bearer tokens (operators, finance), comma-separated, each TOKEN or LABEL:TOKEN, at least 16 characters each",
         isList: true, whenUnset: [],
         parse: SettingParser { text, name throws(SettingsError) in
-            var tokens: [ConsoleToken] = []
-            for item in SettingParser<[String]>.items(text) {
-                let token = try ConsoleToken(parsing: item, name: name)
-                if tokens.contains(where: { $0.label != nil && $0.label == token.label }) {
-                    throw SettingsError.invalid(name, nil, "a different label for each token; \(token.label ?? "") is given twice")
-                }
-                tokens.append(token)
-            }
-            return tokens
+            try labeledTokens(text, name: name)
         })
+    /// A list of `TOKEN` or `LABEL:TOKEN` items, each label given once.
+    static func labeledTokens(_ text: String, name: String) throws(SettingsError) -> [ConsoleToken] {
+        var tokens: [ConsoleToken] = []
+        for item in SettingParser<[String]>.items(text) {
+            let token = try ConsoleToken(parsing: item, name: name)
+            if tokens.contains(where: { $0.label != nil && $0.label == token.label }) {
+                throw SettingsError.invalid(name, nil, "a different label for each token; \(token.label ?? "") is given twice")
+            }
+            tokens.append(token)
+        }
+        return tokens
+    }
+
     static let reportingCurrency = Setting<String?>(
         "BILLINGD_REPORTING_CURRENCY", .console, unset: "none: per currency only",
         meaning: "currency (usd, eur …) the metrics add a reporting total in, with BILLINGD_FX_RATES",

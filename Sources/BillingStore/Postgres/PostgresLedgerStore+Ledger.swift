@@ -45,6 +45,9 @@ extension PostgresLedgerStore: LedgerStore {
     /// What the revenue metrics read: subscription facts, payments and refunds of both stores.
     public var metrics: any MetricsFactStore { PostgresMetricsFacts(client: client, logger: logger) }
 
+    /// Promotional grants; their inserts and revocations announce to the outbox.
+    public var grants: any GrantStore { PostgresGrants(client: client, logger: logger, outbox: outboxPolicy) }
+
     /// This store's name in the applier's claims: host, process and store, so that an operator
     /// can tell whose claims are in the inbox.
     private var replicaName: String {

@@ -36,6 +36,7 @@ package enum PostgresMigrations {
         Migration(version: "v5-outbox-review", statements: PostgresSchema.outboxReview),
         Migration(version: "v6-outbox-due", statements: PostgresSchema.outboxDue),
         metricsMigration,
+        PostgresGrants.migration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

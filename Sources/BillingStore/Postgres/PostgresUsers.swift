@@ -120,9 +120,13 @@ struct PostgresUsers: UserLedgerStore {
                     if let record = AppStoreLedgerRows.record(from: row) { appStore.append(record) }
                 }
             }
+            var grants: [PromotionalGrant] = []
+            try await forEachRow(GrantRows.userSQL, GrantRows.userArguments(user, in: scope)) { row in
+                grants.append(GrantRows.grant(from: row))
+            }
             return UserBilling(
                 user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
-                appStoreSubscriptions: appStore)
+                appStoreSubscriptions: appStore, grants: grants)
         }
 
         func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {

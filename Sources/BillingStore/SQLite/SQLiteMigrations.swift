@@ -53,6 +53,7 @@ enum SQLiteMigrations {
         registerUsageMigrations(&migrator)
         registerOutboxMigrations(&migrator)
         registerMetricsMigrations(&migrator)
+        registerGrantMigrations(&migrator)
         return migrator
     }
 }

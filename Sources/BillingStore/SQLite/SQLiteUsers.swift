@@ -106,7 +106,7 @@ public struct SQLiteUsers: UserLedgerStore {
         let appStore = scope.account.isEmpty ? try SQLiteAppStore.subscriptions(of: user, livemode: scope.livemode, db: db) : []
         return UserBilling(
             user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
-            appStoreSubscriptions: appStore)
+            appStoreSubscriptions: appStore, grants: try SQLiteGrants.grants(of: user, in: scope, db: db))
     }
 
     private static func appendSubscriptions(

@@ -44,6 +44,9 @@ struct PostgresCopyTests {
         let run = try await store.reconcileRuns.start(mode: "full", holder: "h", dryRun: false, now: 1000)
         try await store.reconcileRuns.finish(run, outcome: .completed, totals: .init(objects: 3), error: nil, report: Data("{\"ok\":true}".utf8), now: 1001)
         try await store.setMetaValue("local_secret", "whsec_local")
+        _ = try await store.grants.create(
+            GrantRequest(tier: "pro", expiresAt: 1_768_000_000, reason: "copied", createdBy: "console:ops", idempotencyKey: "g1", fingerprint: "f"),
+            for: "user_a", in: .test, now: 1_767_225_600)
         return ledger
     }
 
@@ -57,7 +60,7 @@ struct PostgresCopyTests {
             let counts = Dictionary(uniqueKeysWithValues: report.tables.map { ($0.table, $0.target) })
             let expected = try await ledger.database.writer.read { db in
                 try ["inboxEvent", "inboxBody", "customer", "subscription", "invoice", "invoiceLine", "userLink", "usageRecord",
-                     "usageTotal", "reconcileRun", "lease", "meta"].map { ($0.lowercased(), try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)")!) }
+                     "usageTotal", "reconcileRun", "lease", "meta", "promotionalGrant"].map { ($0.lowercased(), try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)")!) }
             }
             for (table, rows) in expected {
                 #expect(rows > 0, "the source's \(table) has rows")
@@ -78,6 +81,8 @@ struct PostgresCopyTests {
             #expect(seq > (try await sqliteInbox.list(InboxFilter(limit: 1000)).map(\.seq).max() ?? 0))
             #expect(try await store.metaValue("local_secret") == "whsec_local")
             #expect(try await store.reconcileRuns.latest(mode: "full").completed?.objects == 3)
+            #expect(try await store.grants.grants(of: "user_a", in: .test) == (try await SQLiteLedgerStore(database: ledger.database).grants.grants(of: "user_a", in: .test)),
+                "grants are copied")
 
             let again = await #expect(throws: PostgresLedgerCopy.Failure.self) {
                 try await PostgresLedgerCopy.copy(from: ledger.database, to: store)

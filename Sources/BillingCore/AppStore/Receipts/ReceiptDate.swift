@@ -86,7 +86,7 @@ package enum ReceiptDate {
             + "\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2))Z"
     }
 
-    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
         switch month {
         case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -95,7 +95,7 @@ package enum ReceiptDate {
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -105,7 +105,7 @@ package enum ReceiptDate {
     }
 
     /// The date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
-    private static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

@@ -29,6 +29,8 @@ public protocol LedgerStore: Sendable {
     var outbox: any OutboxStore { get }
     /// What the revenue metrics read: subscription facts, payments and refunds of both stores.
     var metrics: any MetricsFactStore { get }
+    /// Promotional grants: given, listed, revoked; they entitle like subscriptions.
+    var grants: any GrantStore { get }
 
     /// The same store, every transaction that changes the ledger (webhooks, the applier,
     /// reconcile's repairs, App Store reports) announcing the changes of users' views under

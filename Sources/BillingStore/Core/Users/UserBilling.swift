@@ -42,10 +42,12 @@ public struct UserBilling: Sendable, Equatable {
     /// The App Store purchases tied to the user in the scope's mode (platform account only:
     /// the App Store knows no Stripe accounts).
     public var appStoreSubscriptions: [AppStoreSubscriptionRecord]
+    /// The user's promotional grants in the scope, newest first, revoked and expired ones too.
+    public var grants: [PromotionalGrant]
 
     public init(
         user: String, scope: ServiceScope, customers: [LinkedCustomer], subscriptions: [LedgerSubscription],
-        stripeEntitlements: [String], appStoreSubscriptions: [AppStoreSubscriptionRecord] = []
+        stripeEntitlements: [String], appStoreSubscriptions: [AppStoreSubscriptionRecord] = [], grants: [PromotionalGrant] = []
     ) {
         self.user = user
         self.scope = scope
@@ -53,6 +55,7 @@ public struct UserBilling: Sendable, Equatable {
         self.subscriptions = subscriptions
         self.stripeEntitlements = stripeEntitlements
         self.appStoreSubscriptions = appStoreSubscriptions
+        self.grants = grants
     }
 
     /// Whether any customer is tied to the user; a user without one has never paid.
@@ -64,7 +67,7 @@ public struct UserBilling: Sendable, Equatable {
 
     /// The user's access under `catalog` at `now` (Unix seconds).
     public func resolve(_ catalog: PlanCatalog, now: Int64) -> PlanResolution {
-        catalog.resolve(subscriptions, appStore: appStoreSubscriptions, stripeEntitlements: stripeEntitlements, now: now)
+        catalog.resolve(subscriptions, appStore: appStoreSubscriptions, grants: grants, stripeEntitlements: stripeEntitlements, now: now)
     }
 
     /// The same billing with one subscription replaced (or added) by a newer state, e.g. the one
