@@ -189,8 +189,9 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ],
-            // The service API's OpenAPI document, served at /openapi.json from the binary itself.
-            resources: [.embedInCode("OpenAPI/openapi.json")],
+            // The service API's OpenAPI document, served at /openapi.json, and the console's
+            // stylesheet, served at /console/static/console.css, from the binary itself.
+            resources: [.embedInCode("OpenAPI/openapi.json"), .embedInCode("Console/console.css")],
             swiftSettings: swiftSettings
         ),
         // Local mode (`serve --local`, `trigger`, `appstore trigger`): the generated webhook secret,

@@ -31,6 +31,15 @@ public struct LocalMode: LocalStandIns {
         try await Self.secret(in: store, creating: true)!
     }
 
+    public func consoleToken(in store: any LedgerStore) async throws -> String {
+        if let existing = try await store.metaValue("local_console_token") { return existing }
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<20).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let token = "con_local_\(random)"
+        try await store.setMetaValue("local_console_token", token)
+        return token
+    }
+
     public func appStoreRoot(in store: any LedgerStore) async throws -> [UInt8] {
         try await AppStoreSupport.localPKI(in: store, creating: true)!.rootDER
     }

@@ -54,6 +54,8 @@ public struct BillingServerDependencies: Sendable {
     public var exchangeRates: ExchangeRates?
     /// What the metrics API reads; nil: the store's own facts (``LedgerStore/metrics``).
     public var metricsFacts: (any MetricsFactStore)?
+    /// The operator console's parts beyond its tokens (``consoleTokens``; off without them).
+    public var console = ConsoleParts()
 
     public init(
         store: any LedgerStore, verifier: SignatureVerifier, committer: GroupCommitter,
@@ -77,11 +79,29 @@ public struct BillingServerDependencies: Sendable {
     }
 }
 
+/// What the operator console (`/console`) needs beside the store and the console tokens.
+public struct ConsoleParts: Sendable {
+    /// `BILLINGD_CONSOLE_SECURE_COOKIE`.
+    public var secureCookie = false
+    /// The app's webhook endpoints (`BILLINGD_APP_WEBHOOK_URL`).
+    public var outboxEndpoints: [String] = []
+    /// Wakes the applier after a retry from the console.
+    public var inboxRequeued: @Sendable () -> Void = {}
+    /// Wakes the outbox sender after a retry or an enable from the console.
+    public var outboxRequeued: @Sendable () -> Void = {}
+    /// Runs the console's dry-run reconciles; nil without a Stripe key.
+    public var reconcile: ConsoleReconcileRunner?
+    /// Counts wrong tokens at the sign-in.
+    public var throttle = ConsoleSignInThrottle()
+
+    public init() {}
+}
+
 /// Builds billingd's router and Hummingbird application.
 public enum BillingApplication {
     /// The router with every route billingd serves.
-    public static func router(_ dependencies: BillingServerDependencies) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public static func router(_ dependencies: BillingServerDependencies) -> Router<BillingRequestContext> {
+        let router = Router(context: BillingRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: dependencies.metrics))
         let routeMethods = RouteMethods()
         router.add(middleware: JSONErrorMiddleware(routes: routeMethods))
@@ -117,13 +137,22 @@ public enum BillingApplication {
                 reader: .init(scope: dependencies.scope, catalog: dependencies.plans, exchangeRates: dependencies.exchangeRates, now: dependencies.now)),
             metrics: dependencies.metrics, rejections: dependencies.rejections
         ).addRoutes(to: router)
+        ConsoleController(
+            store: dependencies.store, facts: dependencies.metricsFacts,
+            configuration: .init(
+                tokens: dependencies.consoleTokens, secureCookie: dependencies.console.secureCookie, scope: dependencies.scope,
+                catalog: dependencies.plans, exchangeRates: dependencies.exchangeRates, outboxEndpoints: dependencies.console.outboxEndpoints,
+                now: dependencies.now, inboxRequeued: dependencies.console.inboxRequeued, outboxRequeued: dependencies.console.outboxRequeued,
+                reconcile: dependencies.console.reconcile),
+            throttle: dependencies.console.throttle, rejections: dependencies.rejections
+        ).addRoutes(to: router)
         let metrics = dependencies.metrics
         let metricsToken = dependencies.metricsToken.map { Array($0.utf8) }
         router.get("/metrics") { request, _ in
             if let metricsToken {
                 // BILLINGD_METRICS_TOKEN restricts the scrape to Prometheus's bearer token.
-                guard let presented = BearerTokenMiddleware<BasicRequestContext>.bearerToken(request.headers[.authorization]),
-                    BearerTokenMiddleware<BasicRequestContext>.constantTimeEquals(presented, metricsToken)
+                guard let presented = BearerTokenMiddleware<BillingRequestContext>.bearerToken(request.headers[.authorization]),
+                    BearerTokenMiddleware<BillingRequestContext>.constantTimeEquals(presented, metricsToken)
                 else {
                     metrics.count("billingd_metrics_unauthorized_total")
                     throw APIError(

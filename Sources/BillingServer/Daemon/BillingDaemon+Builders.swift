@@ -61,15 +61,22 @@ extension BillingDaemon {
                 store: store, client: client, logger: logger, inbox: inbox, applier: applier.inboxApplier, eventsStored: { applier.wake() })
         }
         guard stripe != nil || !appStoreReconcilers.isEmpty else { return nil }
-        let reconciler = stripe.map { stripe in
-            Reconciler(
-                store: store, client: stripe, livemode: livemode, logger: logger,
-                inbox: inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
-        }
+        let reconciler = stripeReconciler(store: store, stripe: stripe, livemode: livemode, applier: applier, catalog: catalog, logger: logger)
         var schedule = ReconcileScheduler.Configuration(sweepInterval: settings.stripe.eventsSweepInterval, reconcileInterval: settings.reconcile.interval)
         schedule.initialDelay = initialDelay
         return ReconcileScheduler(
             reconciler: reconciler, appStore: appStoreReconcilers, store: store, configuration: schedule, metrics: metrics, logger: logger)
+    }
+
+    /// Stripe's reconciler, for the scheduler and the console's dry runs; nil without a Stripe client.
+    static func stripeReconciler(
+        store: any LedgerStore, stripe: StripeClient?, livemode: Bool, applier: ApplierService, catalog: PlanCatalog?, logger: Logger
+    ) -> Reconciler? {
+        stripe.map { stripe in
+            Reconciler(
+                store: store, client: stripe, livemode: livemode, logger: logger,
+                inbox: store.inbox, applier: applier.inboxApplier, catalog: catalog, eventsStored: { applier.wake() })
+        }
     }
 
     /// The usage report to Stripe Billing Meters: with a Stripe client and BILLINGD_USAGE_REPORT_INTERVAL.

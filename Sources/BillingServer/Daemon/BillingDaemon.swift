@@ -113,6 +113,25 @@ public struct BillingDaemon: Sendable {
         dependencies.metricsToken = settings.metrics.token
         dependencies.consoleTokens = settings.console.tokens
         dependencies.labeledAPITokens = settings.serviceAPI.labeledTokens
+        // Local mode without console tokens: a generated one, printed with the console's URL.
+        var localConsoleToken: String?
+        if let local = options.local, settings.console.tokens.isEmpty {
+            let token = try await local.consoleToken(in: store)
+            dependencies.consoleTokens = [ConsoleToken(label: "local", token: token)]
+            localConsoleToken = token
+        }
+        dependencies.console.secureCookie = settings.console.secureCookie
+        dependencies.console.outboxEndpoints = settings.outbox.webhookURLs
+        dependencies.console.inboxRequeued = { applier.wake() }
+        dependencies.console.outboxRequeued = { [sender = outbox.sender] in sender?.wake() }
+        if !dependencies.consoleTokens.isEmpty,
+            let reconciler = Self.stripeReconciler(
+                store: store, stripe: stripe.client, livemode: stripe.livemode, applier: applier, catalog: catalog, logger: logger)
+        {
+            let runner = ConsoleReconcileRunner(reconciler: reconciler, logger: logger)
+            dependencies.console.reconcile = runner
+            services.append(.init(service: runner))
+        }
         dependencies.exchangeRates = settings.console.exchangeRates
         dependencies.rejections = RejectionLog(logger: logger)
         dependencies.stripe = stripe.serviceClient
@@ -128,7 +147,7 @@ public struct BillingDaemon: Sendable {
         if let localAppStore = local.appStore { startup["app_store_api"] = "local fake at \(localAppStore.baseURL)" }
         let application = Self.application(
             settings.server, dependencies: dependencies, startup: startup, local: local, webhookSecret: webhook.secrets[0],
-            onListening: options.onListening, logger: logger)
+            localConsoleToken: localConsoleToken, onListening: options.onListening, logger: logger)
         // Reverse start order on shutdown: the server stops taking deliveries first, then the
         // usage report stops sending (the calls in flight are recorded), then the scheduler stops
         // its run at the next page, then the applier finishes its batch; the store closes last
@@ -164,7 +183,7 @@ public struct BillingDaemon: Sendable {
     /// `onListening`.
     static func application(
         _ settings: Settings.Server, dependencies: BillingServerDependencies, startup: [String: String], local: LocalModeParts,
-        webhookSecret: String, onListening: @escaping @Sendable (Int) async -> Void, logger: Logger
+        webhookSecret: String, localConsoleToken: String? = nil, onListening: @escaping @Sendable (Int) async -> Void, logger: Logger
     ) -> some Service {
         // Where this machine reaches the server: loopback when it listens on every address.
         let reachableHost = ["0.0.0.0", "::", "[::]"].contains(settings.host) ? "127.0.0.1" : settings.host
@@ -176,6 +195,11 @@ public struct BillingDaemon: Sendable {
             var metadata = startup.mapValues { Logger.MetadataValue.string($0) }
             metadata["address"] = "http://\(settings.host):\(port)"
             logger.notice("billingd listening", metadata: metadata)
+            if let localConsoleToken {
+                // Local mode's own generated token, for a newcomer to open the console at once.
+                logger.warning(
+                    "LOCAL MODE: operator console at http://\(reachableHost):\(port)/console; sign in with the local console token \(localConsoleToken) (generated and kept in the database; set BILLINGD_CONSOLE_TOKENS for your own)")
+            }
             await localStripe?.deliver(to: "http://\(reachableHost):\(port)/webhooks/stripe", secret: webhookSecret)
             await localAppStore?.deliver(to: "http://\(reachableHost):\(port)/webhooks/appstore")
             await onListening(port)
@@ -210,6 +234,7 @@ public struct BillingDaemon: Sendable {
             "webhook_secrets": local ? "local (generated)" : "\(secrets)",
             "service_api": settings.serviceAPI.tokens.isEmpty ? "off (no BILLINGD_API_TOKENS)" : "on, \(settings.serviceAPI.tokens.count) token(s)",
             "metrics_api": settings.console.tokens.isEmpty ? "off (no BILLINGD_CONSOLE_TOKENS)" : "on, \(settings.console.tokens.count) token(s)",
+            "console": settings.console.tokens.isEmpty ? (local ? "on at /console, local token" : "off (no BILLINGD_CONSOLE_TOKENS)") : "on at /console",
             "plans": catalog.map { "\(settings.plans.catalogPath ?? "") (\($0.tiers.count) tiers, \($0.meters.count) meters)" } ?? "none: one free tier",
             "stripe_api": stripe ? (settings.stripe.apiKeyIsLive == true ? "live key" : "test key") : "off (no STRIPE_API_KEY)",
             "app_store": appStore ? "on (\(settings.appStore.environments.map(\.rawValue).sorted().joined(separator: ",")))" : "off",

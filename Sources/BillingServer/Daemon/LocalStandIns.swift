@@ -15,6 +15,9 @@ import StripeAPI
 public protocol LocalStandIns: Sendable {
     /// The webhook secret local mode accepts, generated once and kept in the ledger.
     func webhookSecret(in store: any LedgerStore) async throws -> String
+    /// The operator token of the console in local mode without BILLINGD_CONSOLE_TOKENS,
+    /// generated once and kept in the ledger; `serve --local` prints it with the console's URL.
+    func consoleToken(in store: any LedgerStore) async throws -> String
     /// The root certificate (DER) of local mode's App Store PKI, generated once and kept in the
     /// ledger; trusted beside the configured roots, for JWS and for receipts.
     func appStoreRoot(in store: any LedgerStore) async throws -> [UInt8]

@@ -141,6 +141,7 @@ extension Settings.AppStore {
 extension Settings.Console {
     init(_ read: SettingsReader) throws(SettingsError) {
         tokens = try read(SettingsTable.consoleTokens)
+        secureCookie = try read(SettingsTable.consoleSecureCookie)
         let currency = try read(SettingsTable.reportingCurrency)
         let ratesPath = try read(SettingsTable.exchangeRates)
         switch (currency, ratesPath) {

@@ -163,6 +163,8 @@ public struct Settings: Sendable {
     public struct Console: Sendable {
         /// Bearer tokens it accepts; empty: the metrics API is off.
         public var tokens: [ConsoleToken]
+        /// `BILLINGD_CONSOLE_SECURE_COOKIE=on`: the console's cookie is `Secure` on plain HTTP too.
+        public var secureCookie: Bool
         /// The reporting currency and its rates (`BILLINGD_REPORTING_CURRENCY`, `BILLINGD_FX_RATES`);
         /// nil: figures per currency only.
         public var exchangeRates: ExchangeRates?

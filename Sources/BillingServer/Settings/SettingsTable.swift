@@ -23,7 +23,7 @@ enum SettingsTable {
         appStoreIssuerID.description, appStoreKeyID.description, appStorePrivateKey.description, appStoreAPIBase.description,
         appStoreRateLimit.description, appStoreOfferKeyID.description, appStoreOfferPrivateKey.description,
         appWebhookURLs.description, appWebhookSecrets.description, appWebhookConnectTimeout.description, appWebhookTimeout.description,
-        consoleTokens.description, reportingCurrency.description, exchangeRates.description,
+        consoleTokens.description, consoleSecureCookie.description, reportingCurrency.description, exchangeRates.description,
     ]
 
     // MARK: database
@@ -239,8 +239,8 @@ extension SettingsTable {
     // MARK: console, revenue metrics
 
     static let consoleTokens = Setting<[ConsoleToken]>(
-        "BILLINGD_CONSOLE_TOKENS", .console, unset: "metrics API off",
-        meaning: "metrics API and grants bearer tokens (operators, finance), comma-separated, each TOKEN or LABEL:TOKEN, at least 16 characters each",
+        "BILLINGD_CONSOLE_TOKENS", .console, unset: "metrics API, console and grants by operators off",
+        meaning: "operator tokens of the console (/console) and bearer tokens of the metrics API and grants (operators, finance), comma-separated, each TOKEN or LABEL:TOKEN, at least 16 characters each",
         isList: true, whenUnset: [],
         parse: SettingParser { text, name throws(SettingsError) in
             try labeledTokens(text, name: name)
@@ -258,6 +258,16 @@ extension SettingsTable {
         return tokens
     }
 
+    static let consoleSecureCookie = Setting<Bool>(
+        "BILLINGD_CONSOLE_SECURE_COOKIE", .console, default: "off",
+        meaning: "on: the console's session cookie is Secure even on plain HTTP (behind a TLS proxy); off: Secure only over TLS (X-Forwarded-Proto: https)",
+        parse: SettingParser { text, name throws(SettingsError) in
+            switch text.lowercased() {
+            case "on": return true
+            case "off": return false
+            default: throw SettingsError.invalid(name, text, "on or off")
+            }
+        })
     static let reportingCurrency = Setting<String?>(
         "BILLINGD_REPORTING_CURRENCY", .console, unset: "none: per currency only",
         meaning: "currency (usd, eur …) the metrics add a reporting total in, with BILLINGD_FX_RATES",

@@ -113,16 +113,33 @@ struct PostgresReconcileRuns: ReconcileRunStore {
         )
     }
 
+    /// The newest runs of every mode, newest first, running ones included.
+    func recent(limit: Int) async throws -> [ReconcileRun] {
+        try await runs("SELECT \(unescaped: ReconcileRun.columns) FROM reconcileRun ORDER BY id DESC LIMIT \(limit)")
+    }
+
+    /// A run's stored JSON report.
+    func report(_ id: Int64) async throws -> Data? {
+        let rows = try await client.query("SELECT report FROM reconcileRun WHERE id = \(id)", logger: logger)
+        for try await report in rows.decode(ByteBuffer?.self) { return report.map { Data($0.readableBytesView) } }
+        return nil
+    }
+
     private func run(_ query: PostgresQuery) async throws -> ReconcileRun? {
+        try await runs(query).first
+    }
+
+    private func runs(_ query: PostgresQuery) async throws -> [ReconcileRun] {
+        var runs: [ReconcileRun] = []
         for try await row in try await client.query(query, logger: logger) {
             let (id, mode, holder, startedAt, finishedAt, outcome, dryRun, drift, repaired, recovered, objects, error) = try row.decode(
                 (Int64, String, String, Int64, Int64?, String, Bool, Int, Int, Int, Int, String?).self)
-            return ReconcileRun(
+            runs.append(ReconcileRun(
                 id: id, mode: mode, holder: holder, startedAt: startedAt, finishedAt: finishedAt,
                 outcome: ReconcileRunOutcome(rawValue: outcome) ?? .failed, dryRun: dryRun, drift: drift, repaired: repaired,
-                recoveredEvents: recovered, objects: objects, error: error)
+                recoveredEvents: recovered, objects: objects, error: error))
         }
-        return nil
+        return runs
     }
 
     // MARK: Event cursor

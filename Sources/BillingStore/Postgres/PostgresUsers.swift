@@ -62,6 +62,19 @@ struct PostgresUsers: UserLedgerStore {
         }
     }
 
+    func users(matching term: String, in scope: ServiceScope, limit: Int) async throws -> [UserMatch] {
+        precondition(limit > 0)
+        let appStore = scope.account.isEmpty
+        let sql = UserQueries.matchingUsersSQL(appStore: appStore, livemode: scope.livemode, limit: limit)
+        return try await read { reader in
+            var matches: [UserMatch] = []
+            try await reader.forEachRow(sql, UserQueries.matchingUsersArguments(term, in: scope, appStore: appStore)) { row in
+                if let match = UserQueries.userMatch(row) { matches.append(match) }
+            }
+            return matches
+        }
+    }
+
     /// Runs `body` in one read-only REPEATABLE READ transaction.
     private func read<T>(_ body: (Reader) async throws -> T) async throws -> T {
         try await client.withConnection { connection in

@@ -101,6 +101,13 @@ public struct SQLiteReconcileRuns: ReconcileRunStore {
         }
     }
 
+    /// The newest runs of every mode, newest first, running ones included.
+    public func recent(limit: Int) async throws -> [ReconcileRun] {
+        try await database.writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT \(ReconcileRun.columns) FROM reconcileRun ORDER BY id DESC LIMIT ?", arguments: [limit]).map(Self.run)
+        }
+    }
+
     /// The stored JSON report of a run.
     public func report(_ id: Int64) async throws -> Data? {
         try await database.writer.read { db in

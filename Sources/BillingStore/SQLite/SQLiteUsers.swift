@@ -51,6 +51,21 @@ public struct SQLiteUsers: UserLedgerStore {
         }
     }
 
+    /// The app users a search term names in `scope`, by user id.
+    public func users(matching term: String, in scope: ServiceScope, limit: Int) async throws -> [UserMatch] {
+        precondition(limit > 0)
+        let appStore = scope.account.isEmpty
+        let sql = UserQueries.matchingUsersSQL(appStore: appStore, livemode: scope.livemode, limit: limit)
+        let arguments = StatementArguments(UserQueries.matchingUsersArguments(term, in: scope, appStore: appStore).map(\.databaseValue))
+        return try await read { db in
+            var matches: [UserMatch] = []
+            try SQLiteColumns.forEachRow(db.cachedStatement(sql: sql), arguments: arguments) { row in
+                if let match = UserQueries.userMatch(row) { matches.append(match) }
+            }
+            return matches
+        }
+    }
+
     /// One read transaction on a reader connection: GRDB's `read`, with the `BEGIN` and `COMMIT`
     /// statements cached (`read` parses them again on every call, which costs as much as one of
     /// the index lookups). It runs on the reader's queue, not on the caller's thread: blocking one

@@ -119,4 +119,25 @@ struct ReconcileRunStoreTests {
             #expect(try await runs.eventCursor(account: "acct_1", livemode: false)?.created == 700)
         }
     }
+
+    @Test("The console's list of runs: newest first over every mode, running ones included, with each finished run's report", arguments: StoreBackend.allCases)
+    func recentRunsAndReports(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let runs = stores[0].reconcileRuns
+            #expect(try await runs.recent(limit: 5).isEmpty)
+            let full = try await runs.start(mode: "full", holder: "h1", dryRun: true, now: 1000)
+            try await runs.finish(
+                full, outcome: .completed, totals: ReconcileTotals(drift: 1, objects: 4), error: nil, report: Data(#"{"run_id":1}"#.utf8), now: 1010)
+            let events = try await runs.start(mode: "events", holder: "h1", dryRun: false, now: 1020)
+            let running = try await runs.start(mode: "full", holder: "h2", dryRun: true, now: 1030)
+            let recent = try await runs.recent(limit: 5)
+            #expect(recent.map(\.id) == [running, events, full])
+            #expect(recent.map(\.outcome) == [.running, .running, .completed])
+            #expect(recent.last?.drift == 1 && recent.last?.dryRun == true && recent.last?.finishedAt == 1010)
+            #expect(try await runs.recent(limit: 2).map(\.id) == [running, events])
+            #expect(try await runs.report(full).map { String(decoding: $0, as: UTF8.self) } == #"{"run_id":1}"#)
+            #expect(try await runs.report(running) == nil, "a running run has no report yet")
+            #expect(try await runs.report(9_999) == nil)
+        }
+    }
 }

@@ -47,4 +47,31 @@ struct UserReadsContractTests {
                 "test-mode invoices never show in live mode")
         }
     }
+
+    @Test("The console's search finds a user by id, e-mail, Stripe customer, subscription and original transaction, in the mode searched only", arguments: StoreBackend.allCases)
+    func searchFindsUsers(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            try await ledger.deliver(Lifecycle.events())
+            let store = ledger.store.appStore
+            let token = try await store.accountToken(for: "user_7")
+            _ = try await ledger.deliverAppStore([
+                AppStoreFactory.notification(
+                    "SUBSCRIBED", "INITIAL_BUY", original: "700", transaction: "700", purchase: AppStoreFactory.t0,
+                    expires: AppStoreFactory.t0 + AppStoreFactory.day, signed: AppStoreFactory.t0, token: token)
+            ])
+            func search(_ term: String, _ scope: ServiceScope = .test) async throws -> [UserMatch] {
+                try await ledger.users.users(matching: term, in: scope, limit: 10)
+            }
+            #expect(try await search("user_1") == [UserMatch(user: "user_1", field: .appUserID)])
+            #expect(try await search("c1@example.com") == [UserMatch(user: "user_1", field: .email)])
+            #expect(try await search("cus_L2") == [UserMatch(user: "user_2", field: .stripeCustomer)])
+            #expect(try await search("sub_L0") == [UserMatch(user: "user_0", field: .subscription)])
+            #expect(try await search("700") == [UserMatch(user: "user_7", field: .originalTransactionID)])
+            #expect(try await search("user_7") == [UserMatch(user: "user_7", field: .appUserID)], "an App Store user is found by id")
+            #expect(try await search("nobody@example.com").isEmpty)
+            #expect(try await search("cus_L2", ServiceScope(livemode: true)).isEmpty, "test-mode customers never show in live mode")
+            #expect(try await search("700", ServiceScope(livemode: true)).isEmpty, "Sandbox purchases never show in live mode")
+            #expect(try await search("' OR 1=1 --").isEmpty, "the term is a value, never SQL")
+        }
+    }
 }

@@ -19,6 +19,10 @@ public protocol ReconcileRunStore: Sendable {
     func finish(_ id: Int64, outcome: ReconcileRunOutcome, totals: ReconcileTotals, error: String?, report: Data?, now: Int64) async throws
     /// The latest finished run of a mode (any outcome) and the latest completed one.
     func latest(mode: String) async throws -> (finished: ReconcileRun?, completed: ReconcileRun?)
+    /// The newest runs of every mode, newest first, running ones included.
+    func recent(limit: Int) async throws -> [ReconcileRun]
+    /// A run's stored JSON report; nil while it runs or when it has none.
+    func report(_ id: Int64) async throws -> Data?
     /// The newest `created` a completed walk of an event history reached, and when it completed.
     func eventCursor(account: String, livemode: Bool) async throws -> (created: Int64, walkedAt: Int64)?
     /// Moves the cursor forward (never back).

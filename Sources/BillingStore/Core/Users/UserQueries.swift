@@ -4,6 +4,51 @@ import BillingCore
 /// placeholders, which the PostgreSQL reader numbers), its bindings, and the decoding of its rows
 /// through ``LedgerColumnReading``. A backend only runs them.
 enum UserQueries {
+    /// The console's search: customers by e-mail, id or subscription, tied to users by metadata
+    /// or Checkout link; users by their own id; with `appStore` (the platform account), owners of
+    /// an original transaction of the mode's environment. Rows are (appUserID, field).
+    static func matchingUsersSQL(appStore: Bool, livemode: Bool, limit: Int) -> String {
+        let environment = livemode ? "environment = 'Production'" : "environment <> 'Production'"
+        let appStoreSQL = appStore ? """
+
+            UNION
+            SELECT appUserID, 'original_transaction_id' FROM appStoreOwner WHERE originalTransactionID = ? AND \(environment)
+            UNION
+            SELECT appUserID, 'app_user_id' FROM appStoreOwner WHERE appUserID = ? AND \(environment)
+            """ : ""
+        return """
+            WITH matched (customer, field) AS (
+                SELECT id, 'email' FROM customer WHERE account = ? AND livemode = ? AND email = ?
+                UNION ALL SELECT id, 'stripe_customer' FROM customer WHERE account = ? AND livemode = ? AND id = ?
+                UNION ALL SELECT customer, 'subscription' FROM subscription WHERE account = ? AND livemode = ? AND id = ?
+            )
+            SELECT c.appUserID, m.field FROM matched m JOIN customer c ON c.account = ? AND c.livemode = ? AND c.id = m.customer
+            WHERE c.appUserID IS NOT NULL
+            UNION
+            SELECT u.appUserID, m.field FROM matched m JOIN userLink u ON u.account = ? AND u.livemode = ? AND u.customer = m.customer
+            UNION
+            SELECT appUserID, 'app_user_id' FROM customer WHERE appUserID = ? AND account = ? AND livemode = ?
+            UNION
+            SELECT appUserID, 'app_user_id' FROM userLink WHERE account = ? AND livemode = ? AND appUserID = ?\(appStoreSQL)
+            ORDER BY 1, 2 LIMIT \(limit)
+            """
+    }
+
+    /// The bindings of ``matchingUsersSQL(appStore:livemode:limit:)``.
+    static func matchingUsersArguments(_ term: String, in scope: ServiceScope, appStore: Bool) -> [LedgerValue] {
+        let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
+        let term = LedgerValue.text(term)
+        var values = key + [term] + key + [term] + key + [term] + key + key + [term] + key + key + [term]
+        if appStore { values += [term, term] }
+        return values
+    }
+
+    /// The matches of the rows of ``matchingUsersSQL(appStore:livemode:limit:)``.
+    static func userMatch(_ row: some LedgerColumnReading) -> UserMatch? {
+        guard let user = row.string(0), let field = row.string(1).flatMap(UserMatch.Field.init(rawValue:)) else { return nil }
+        return UserMatch(user: user, field: field)
+    }
+
     /// Customers by metadata (the `customer_appUser_scope` covering index) and by Checkout link
     /// (`userLink`'s key).
     static let customersSQL = """
