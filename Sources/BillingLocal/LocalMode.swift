@@ -44,6 +44,12 @@ public struct LocalMode: LocalStandIns {
         try await AppStoreSupport.localPKI(in: store, creating: true)!.rootDER
     }
 
+    public func appStoreOfferSigner(bundleID: String, in store: any LedgerStore) async throws -> AppStoreOfferSigner {
+        // Creating, so there is one.
+        let key = try await LocalAppStoreFake.key(in: store, creating: true)!
+        return AppStoreOfferSigner(keyID: LocalAppStoreFake.keyID, issuerID: LocalAppStoreFake.issuerID, bundleID: bundleID, key: key)
+    }
+
     public func startStripe(catalog: PlanCatalog, store: any LedgerStore, logger: Logger) async throws -> any LocalStripeStandIn {
         try await LocalStripe.start(catalog: catalog, store: store, logger: logger)
     }

@@ -80,10 +80,14 @@ struct AppStoreParts {
     static func build(_ settings: Settings.AppStore, local: (any LocalStandIns)?, store: any LedgerStore, logger: Logger) async throws -> AppStoreParts {
         let clients = try settings.clients(logger: logger)
         let localRoot = try await local?.appStoreRoot(in: store)
+        var offerSigner = try settings.offerSigner(bundleID: localRoot == nil ? nil : AppStoreSupport.localBundleID)
+        if offerSigner == nil, let local {
+            offerSigner = try await local.appStoreOfferSigner(bundleID: settings.bundleID ?? AppStoreSupport.localBundleID, in: store)
+        }
         return AppStoreParts(
             verifier: try AppStoreSupport.verifier(settings, localRoot: localRoot),
             receiptVerifier: try AppStoreSupport.receiptVerifier(settings, localRoot: localRoot), clients: clients,
-            offerSigner: try settings.offerSigner(bundleID: localRoot == nil ? nil : AppStoreSupport.localBundleID), localRoot: localRoot)
+            offerSigner: offerSigner, localRoot: localRoot)
     }
 
     /// Local mode's Sandbox stand-in, when it runs, answers for the App Store Server API's Sandbox.

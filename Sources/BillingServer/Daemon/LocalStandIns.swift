@@ -21,6 +21,10 @@ public protocol LocalStandIns: Sendable {
     /// The root certificate (DER) of local mode's App Store PKI, generated once and kept in the
     /// ledger; trusted beside the configured roots, for JWS and for receipts.
     func appStoreRoot(in store: any LedgerStore) async throws -> [UInt8]
+    /// What signs App Store offers when no key is configured: the local App Store key (the one
+    /// the App Store stand-in trusts), generated once and kept in the ledger, so that the offer
+    /// endpoints work offline too.
+    func appStoreOfferSigner(bundleID: String, in store: any LedgerStore) async throws -> AppStoreOfferSigner
     /// Starts a Stripe stand-in that sells `catalog`'s prices, for Checkout, the portal and cancel
     /// without a Stripe key; it records its address in the ledger for `billingd trigger`.
     func startStripe(catalog: PlanCatalog, store: any LedgerStore, logger: Logger) async throws -> any LocalStripeStandIn
