@@ -45,29 +45,28 @@ public struct ConsoleToken: Sendable, Equatable {
 /// service API, with `WWW-Authenticate: Bearer`. Every comparison is constant-time, against every
 /// token of both lists.
 public struct ConsoleTokenMiddleware<Context: RequestContext>: RouterMiddleware {
-    private let console: BearerTokenMiddleware<Context>
-    private let labels: [(token: [UInt8], label: String?)]
-    private let service: BearerTokenMiddleware<Context>
+    /// The console's tokens, then the app's: each identified as the grant routes identify a
+    /// caller, in constant time over every token of its list, a console token first.
+    private let console: CallerTokens
+    private let service: CallerTokens
     private let metrics: BillingMetrics
     private let rejections: RejectionLog
 
     public init(tokens: [ConsoleToken], serviceTokens: [String], metrics: BillingMetrics, rejections: RejectionLog) {
-        console = BearerTokenMiddleware(tokens: tokens.map(\.token), metrics: metrics, rejections: rejections)
-        labels = tokens.map { (Array($0.token.utf8), $0.label) }
-        service = BearerTokenMiddleware(tokens: serviceTokens, metrics: metrics, rejections: rejections)
+        console = CallerTokens(api: [], console: tokens)
+        service = CallerTokens(api: serviceTokens.map { ConsoleToken(token: $0) }, console: [])
         self.metrics = metrics
         self.rejections = rejections
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let presented = BearerTokenMiddleware<Context>.bearerToken(request.headers[.authorization])
-        if let presented, console.accepts(presented) {
+        let authorization = request.headers[.authorization]
+        if let caller = console.caller(authorization) {
             var context = context
-            let label = labels.first { BearerTokenMiddleware<Context>.constantTimeEquals(presented, $0.token) }?.label
-            context.logger[metadataKey: "console_token"] = "\(label ?? "unlabelled")"
+            context.logger[metadataKey: "console_token"] = "\(caller.label)"
             return try await next(request, context)
         }
-        if let presented, service.accepts(presented) {
+        if service.caller(authorization) != nil {
             metrics.count("billingd_metrics_api_unauthorized_total", dimensions: [("authorization", "service_token")])
             rejections.notice(
                 "metrics API request refused", reason: "authorization_service_token", metadata: ["path": "\(request.uri.path)"], to: context.logger)
