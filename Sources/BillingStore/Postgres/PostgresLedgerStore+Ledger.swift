@@ -47,6 +47,8 @@ extension PostgresLedgerStore: LedgerStore {
 
     /// Promotional grants; their inserts and revocations announce to the outbox.
     public var grants: any GrantStore { PostgresGrants(client: client, logger: logger, outbox: outboxPolicy) }
+    /// A user's history, read by user through indexes.
+    public var timeline: any TimelineStore { PostgresTimeline(client: client, logger: logger) }
 
     /// This store's name in the applier's claims: host, process and store, so that an operator
     /// can tell whose claims are in the inbox.

@@ -37,6 +37,7 @@ package enum PostgresMigrations {
         Migration(version: "v6-outbox-due", statements: PostgresSchema.outboxDue),
         metricsMigration,
         PostgresGrants.migration,
+        PostgresTimeline.migration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

@@ -122,6 +122,11 @@ struct PostgresOutbox: OutboxStore {
                 WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
                 """, logger: logger)
         }
+        if announced.entitlementChanged {
+            for try await _ in try await connection.run(
+                TimelineRows.insertEntitlementChangeSQL, TimelineRows.entitlementChangeArguments(announced, user: user, scope: scope, now: now),
+                logger: logger) {}
+        }
         for event in announced.events {
             _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
         }

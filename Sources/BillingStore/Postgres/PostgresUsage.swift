@@ -108,6 +108,11 @@ struct PostgresUsage: UsageStore, UsageReportStore {
         _ operation: UsageOperation, outbox: OutboxPolicy?, now: Int64, connection: PostgresConnection, logger: Logger
     ) async throws -> UsageOutcome {
         let outcome = try await apply(operation, now: now, connection: connection, logger: logger)
+        if case .refused(let state) = outcome {
+            for try await _ in try await connection.run(
+                UsageMarkRows.limitHitSQL, UsageMarkRows.limitHitArguments(state, scope: operation.scope, user: operation.user, now: now),
+                logger: logger) {}
+        }
         if let outbox, case .recorded(let state, duplicate: false) = outcome {
             try await PostgresOutbox.announceUsage(
                 state, scope: operation.scope, user: operation.user, policy: outbox, now: now, connection: connection, logger: logger)
@@ -155,8 +160,14 @@ struct PostgresUsage: UsageStore, UsageReportStore {
     /// The counter's total over `period`, from its cached row when that row is of this period;
     /// else added up from the records and cached.
     private static func currentTotal(_ key: Key, period: UsagePeriod, connection: PostgresConnection, logger: Logger) async throws -> Int64 {
-        if let used = UsageRecordDecision.cachedUsed(try await cachedTotal(key, connection: connection, logger: logger), in: period) {
+        let cached = try await cachedTotal(key, connection: connection, logger: logger)
+        if let used = UsageRecordDecision.cachedUsed(cached, in: period) {
             return used
+        }
+        if let mark = UsageMarkRows.periodResetArguments(
+            cached: cached, period: period, scope: ServiceScope(account: key.account, livemode: key.livemode), user: key.user, meter: key.meter)
+        {
+            for try await _ in try await connection.run(UsageMarkRows.periodResetSQL, mark, logger: logger) {}
         }
         let used = try await sum(key, period: period, connection: connection, logger: logger)
         try await connection.query(

@@ -24,6 +24,7 @@ public struct SQLiteLedgerStore: LedgerStore {
     public var outbox: any OutboxStore { SQLiteOutbox(database: database) }
     public var metrics: any MetricsFactStore { SQLiteMetricsFacts(database: database) }
     public var grants: any GrantStore { SQLiteGrants(database: database) }
+    public var timeline: any TimelineStore { SQLiteTimeline(database: database) }
 
     public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
         SQLiteLedgerStore(database: database.announcing(policy))

@@ -54,6 +54,7 @@ enum SQLiteMigrations {
         registerOutboxMigrations(&migrator)
         registerMetricsMigrations(&migrator)
         registerGrantMigrations(&migrator)
+        registerTimelineMigrations(&migrator)
         return migrator
     }
 }

@@ -75,6 +75,10 @@ public struct SQLiteOutbox: OutboxStore {
             try db.cachedStatement(sql: "UPDATE outboxUserState SET reviewAt = ? WHERE account = ? AND livemode = ? AND user = ?")
                 .execute(arguments: [announced.reviewAt] + key)
         }
+        if announced.entitlementChanged {
+            try db.cachedStatement(sql: TimelineRows.insertEntitlementChangeSQL).execute(
+                arguments: StatementArguments(TimelineRows.entitlementChangeArguments(announced, user: user, scope: scope, now: now).map(\.databaseValue)))
+        }
         for event in announced.events {
             _ = try insert(event, endpoints: policy.endpoints, db: db)
         }

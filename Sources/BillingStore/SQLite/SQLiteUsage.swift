@@ -75,6 +75,10 @@ public struct SQLiteUsage: UsageStore, UsageReportStore {
     /// One operation, and the outbox event it causes.
     static func apply(_ operation: UsageOperation, outbox: OutboxPolicy?, now: Int64, db: Database) throws -> UsageOutcome {
         let outcome = try apply(operation, now: now, db: db)
+        if case .refused(let state) = outcome {
+            try db.cachedStatement(sql: UsageMarkRows.limitHitSQL).execute(
+                arguments: arguments(UsageMarkRows.limitHitArguments(state, scope: operation.scope, user: operation.user, now: now)))
+        }
         if let outbox, case .recorded(let state, duplicate: false) = outcome {
             try SQLiteOutbox.announceUsage(state, scope: operation.scope, user: operation.user, policy: outbox, now: now, db: db)
         }
@@ -124,7 +128,11 @@ public struct SQLiteUsage: UsageStore, UsageReportStore {
     /// The counter's total over `period`, from its cached row when that row is of this period;
     /// else added up from the records and cached.
     static func currentTotal(_ key: Key, period: UsagePeriod, db: Database) throws -> Int64 {
-        if let used = UsageRecordDecision.cachedUsed(try cachedTotal(key, db: db), in: period) { return used }
+        let cached = try cachedTotal(key, db: db)
+        if let used = UsageRecordDecision.cachedUsed(cached, in: period) { return used }
+        if let mark = UsageMarkRows.periodResetArguments(cached: cached, period: period, scope: key.scope, user: key.user, meter: key.meter) {
+            try db.cachedStatement(sql: UsageMarkRows.periodResetSQL).execute(arguments: arguments(mark))
+        }
         let used = try sum(key, period: period, db: db)
         try db.cachedStatement(
             sql: """
@@ -149,6 +157,10 @@ public struct SQLiteUsage: UsageStore, UsageReportStore {
             db.cachedStatement(sql: "SELECT TOTAL(quantity) FROM usageRecord WHERE \(keyCondition) AND timestamp >= ? AND timestamp < ?"),
             arguments: key.arguments + [period.start, period.end]) ?? 0
         return total >= 9.2e18 ? .max : Int64(total)
+    }
+
+    static func arguments(_ values: [LedgerValue]) -> StatementArguments {
+        StatementArguments(values.map(\.databaseValue))
     }
 
     static func gauge(_ key: Key, db: Database) throws -> Int64 {

@@ -21,6 +21,13 @@ package enum OutboxAnnouncer {
         /// (the period, a scheduled cancellation, a grace period, an App Store expiry). Nil when
         /// only a ledger change can.
         package var reviewAt: Int64?
+        /// Until when the resolved access holds (``PlanResolution/validUntil``, Unix seconds); nil
+        /// when not entitled.
+        package var validUntil: Int64? = nil
+        /// Whether the access differs from the last announced (tier, entitlement, source, the
+        /// deciding subscription or grant, its period end): a step of the user's timeline. A
+        /// first view counts when it entitles.
+        package var entitlementChanged = false
     }
 
     /// Resolves the user's view at the policy's time and diffs it with the state last announced
@@ -34,12 +41,16 @@ package enum OutboxAnnouncer {
         let state = UserAccessState(resolution)
         let text = encode(state)
         let reviewAt = reviewTime(resolution, now: now)
-        if kept == text { return Announcement(state: state, text: text, changed: false, events: [], reviewAt: reviewAt) }
+        let validUntil = resolution.entitled ? resolution.validUntil : nil
+        if kept == text {
+            return Announcement(state: state, text: text, changed: false, events: [], reviewAt: reviewAt, validUntil: validUntil)
+        }
         // Changed, or kept in an earlier form of the text (key order, absent nils): then the
         // text is written again, with no event, so that the next look compares text alone.
         let previous = kept.flatMap(decode)
-        let changed = Announcement(state: state, text: text, changed: true, events: [], reviewAt: reviewAt)
+        var changed = Announcement(state: state, text: text, changed: true, events: [], reviewAt: reviewAt, validUntil: validUntil)
         guard state != previous else { return changed }
+        changed.entitlementChanged = accessDiffers(state, from: previous)
         let types = OutboundEventRules.events(from: previous, to: state)
         guard !types.isEmpty, !policy.endpoints.isEmpty else { return changed }
         let data = policy.render(billing, resolution)
@@ -56,6 +67,13 @@ package enum OutboxAnnouncer {
                 payload: payload(header, data: data))
         }
         return announcement
+    }
+
+    /// Whether `state` gives other access than `previous`: what the timeline records as a step.
+    static func accessDiffers(_ state: UserAccessState, from previous: UserAccessState?) -> Bool {
+        guard let previous else { return state.entitled }
+        return (state.plan, state.entitled, state.source, state.subscriptionID, state.periodEnd)
+            != (previous.plan, previous.entitled, previous.source, previous.subscriptionID, previous.periodEnd)
     }
 
     /// When the view resolved at `now` (Unix seconds) may change by time alone, in Unix ms. Time

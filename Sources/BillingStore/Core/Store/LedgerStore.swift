@@ -31,6 +31,8 @@ public protocol LedgerStore: Sendable {
     var metrics: any MetricsFactStore { get }
     /// Promotional grants: given, listed, revoked; they entitle like subscriptions.
     var grants: any GrantStore { get }
+    /// A user's history across both stores, newest first, a page at a time.
+    var timeline: any TimelineStore { get }
 
     /// The same store, every transaction that changes the ledger (webhooks, the applier,
     /// reconcile's repairs, App Store reports) announcing the changes of users' views under

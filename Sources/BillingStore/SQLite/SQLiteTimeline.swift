@@ -1,0 +1,60 @@
+import BillingCore
+import GRDB
+
+/// The SQLite ``TimelineStore``: runs the statements of ``TimelineRows``, each source's reads in
+/// one read transaction.
+public struct SQLiteTimeline: TimelineStore {
+    let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) {
+        self.database = database
+    }
+
+    public func timeline(of user: String, in scope: ServiceScope, limit: Int, after cursor: TimelineCursor?, now: Int64) async throws -> TimelinePage {
+        let writer = database.writer
+        return try await TimelineRows.page(of: user, in: scope, limit: limit, after: cursor, now: now) { sql, arguments, item in
+            try await writer.read { db in
+                var items: [TimelineItem] = []
+                try SQLiteColumns.forEachRow(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments.map(\.databaseValue))) { row in
+                    if let found = item(row) { items.append(found) }
+                }
+                return items
+            }
+        }
+    }
+}
+
+extension SQLiteMigrations {
+    /// The customer timeline (`v9-timeline` on PostgreSQL): the access each change left a user
+    /// with, refused consumes per day and usage periods begun, and the indexes that read a user's
+    /// inbox events and outbound deliveries by time. Not derived from the inbox: replay keeps them.
+    static func registerTimelineMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v11-timeline") { db in
+            try db.execute(sql: """
+                -- The access a ledger change left a user with, when it differs from the last
+                -- announced (written by the outbox's announcing step). `at` is Unix ms.
+                CREATE TABLE entitlementChange (
+                    account TEXT NOT NULL, livemode BOOLEAN NOT NULL, "user" TEXT NOT NULL, at INTEGER NOT NULL,
+                    tier TEXT, entitled BOOLEAN NOT NULL, source TEXT, validUntil INTEGER, why TEXT NOT NULL, ref TEXT,
+                    PRIMARY KEY (account, livemode, "user", at)
+                ) WITHOUT ROWID;
+
+                -- Consumes refused at a hard limit, one row per user, meter and UTC day however many
+                -- (count), and counters' first use in a new period. Times are Unix seconds.
+                CREATE TABLE usageMark (
+                    account TEXT NOT NULL, livemode BOOLEAN NOT NULL, "user" TEXT NOT NULL, kind TEXT NOT NULL, meter TEXT NOT NULL,
+                    day INTEGER NOT NULL, at INTEGER NOT NULL, count INTEGER NOT NULL, lastAt INTEGER NOT NULL,
+                    used INTEGER, limitCount INTEGER, periodStart INTEGER, periodEnd INTEGER,
+                    PRIMARY KEY (account, livemode, "user", kind, meter, day)
+                ) WITHOUT ROWID;
+                CREATE INDEX usageMark_user ON usageMark(account, livemode, "user", at);
+
+                -- A user's events by object and time; it serves every lookup by object alone too.
+                CREATE INDEX inboxEvent_objectCreated ON inboxEvent(objectID, created);
+                DROP INDEX inboxEvent_object;
+                -- A user's deliveries by time, whatever their status.
+                CREATE INDEX outboxEvent_userCreated ON outboxEvent(account, livemode, user, createdAt);
+                """)
+        }
+    }
+}
