@@ -130,6 +130,10 @@ public enum BillingApplication {
             store: dependencies.store, tokens: CallerTokens(api: dependencies.labeledAPITokens, console: dependencies.consoleTokens),
             configuration: users, metrics: dependencies.metrics, rejections: dependencies.rejections
         ).addRoutes(to: router)
+        TimelineController(
+            store: dependencies.store, tokens: CallerTokens(api: dependencies.labeledAPITokens, console: dependencies.consoleTokens),
+            configuration: users, metrics: dependencies.metrics, rejections: dependencies.rejections
+        ).addRoutes(to: router)
         MetricsController(
             facts: dependencies.metricsFacts ?? dependencies.store.metrics,
             configuration: .init(

@@ -76,8 +76,8 @@ import Testing
                     #expect(responses["401"] != nil && responses["403"] != nil, "\(method) \(path) leaves out 401 or 403")
                     let security = operation["security"] as? [[String: [String]]]
                     #expect(security == [["console": []]], "\(method) \(path) must take the console token")
-                } else if path.hasPrefix("/v1/users/{user}/grants") {
-                    // Promotional grants: the app's token or an operator's.
+                } else if path.hasPrefix("/v1/users/{user}/grants") || path == "/v1/users/{user}/timeline" {
+                    // Promotional grants and the customer timeline: the app's token or an operator's.
                     #expect(responses["401"] != nil, "\(method) \(path) leaves out 401")
                     let security = operation["security"] as? [[String: [String]]]
                     #expect(security == [["bearer": []], ["console": []]], "\(method) \(path) must take either token")

@@ -16,6 +16,8 @@ struct ConsoleCustomer: Sendable {
     var csrf: String
     var store: any LedgerStore
     var catalog: PlanCatalog
+    /// The page's query parameters, for sections that page (the timeline's cursor).
+    var query: [String: String] = [:]
 }
 
 /// One section of the customer page: a heading and what it shows of a user. A new section is one
@@ -26,7 +28,7 @@ struct ConsoleCustomerSection: Sendable {
     var render: @Sendable (ConsoleCustomer) async throws -> HTML
 
     /// The customer page's sections, in order.
-    static let all: [ConsoleCustomerSection] = [.entitlement, .subscriptions, .invoices, .usage]
+    static let all: [ConsoleCustomerSection] = [.entitlement, .subscriptions, .invoices, .usage, .timeline]
 }
 
 /// `/console/customers?q=TERM` finds users by app user id, e-mail, Stripe customer or
@@ -72,7 +74,8 @@ struct ConsoleCustomerPage {
         let billing = try await console.store.users.billing(of: user, in: scope, stripeEntitlements: true)
         let customer = ConsoleCustomer(
             user: user, scope: scope, billing: billing, resolution: billing.resolve(console.configuration.catalog, now: now), now: now, csrf: csrf,
-            store: console.store, catalog: console.configuration.catalog)
+            store: console.store, catalog: console.configuration.catalog,
+            query: Dictionary(parameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first }))
         for section in ConsoleCustomerSection.all {
             body.append("<section class=\"card\" id=\"\(section.id)\"><h2>\(section.title)</h2>\(try await section.render(customer))</section>")
         }
