@@ -26,6 +26,8 @@ public struct MetricsOverview: Sendable, Equatable {
     public var activeSubscriptions = StoreSplit<Int64>()
     public var activeTrials = StoreSplit<Int64>()
     public var byPlan: [String: PlanFigures] = [:]
+    /// Active subscriptions per store and plan (the `billingd_active_subscriptions` gauge's labels).
+    public var byStoreAndPlan: [StorePlan: Int64] = [:]
 
     public struct PlanFigures: Sendable, Equatable {
         public var activeSubscriptions: Int64 = 0
@@ -119,6 +121,7 @@ public enum RevenueMetrics {
             case .paying(let currency, let monthly):
                 overview.mrr[currency, default: StoreSplit()][history.store] += monthly
                 overview.activeSubscriptions[history.store] += 1
+                overview.byStoreAndPlan[MetricsOverview.StorePlan(store: history.store, plan: history.plan), default: 0] += 1
                 if let plan = history.plan {
                     overview.byPlan[plan, default: .init()].activeSubscriptions += 1
                     overview.byPlan[plan, default: .init()].mrr[currency, default: 0] += monthly
@@ -180,19 +183,42 @@ public enum RevenueMetrics {
     /// Trials started in `[from, to)`, judged at `now`: converted if the subscription paid after
     /// the trial by `now`, pending if the trial still runs at `now`, abandoned otherwise.
     public static func trials(_ histories: some Sequence<SubscriptionHistory>, from: Int64, to: Int64, now: Int64) -> StoreSplit<TrialFigures> {
-        var trials = StoreSplit<TrialFigures>()
+        var judged: [JudgedTrial] = []
         for history in histories {
             for trial in history.trials where from <= trial.start && trial.start < to && trial.start <= now {
-                trials[history.store].started += 1
-                if let converted = trial.convertedAt, converted <= now {
-                    trials[history.store].converted += 1
-                } else if history.state(at: now) == .trial || trial.end.map({ now < $0 }) ?? false {
-                    trials[history.store].pending += 1
-                } else {
-                    trials[history.store].abandoned += 1
-                }
+                judged.append(JudgedTrial(store: history.store, trial: trial, stateNow: history.state(at: now)))
+            }
+        }
+        return trials(judged, now: now)
+    }
+
+    /// The figures of trials already chosen (started in the range, by `now`), each with its
+    /// subscription's state at `now`.
+    public static func trials(_ judged: [JudgedTrial], now: Int64) -> StoreSplit<TrialFigures> {
+        var trials = StoreSplit<TrialFigures>()
+        for entry in judged {
+            trials[entry.store].started += 1
+            if let converted = entry.trial.convertedAt, converted <= now {
+                trials[entry.store].converted += 1
+            } else if entry.stateNow == .trial || entry.trial.end.map({ now < $0 }) ?? false {
+                trials[entry.store].pending += 1
+            } else {
+                trials[entry.store].abandoned += 1
             }
         }
         return trials
+    }
+}
+
+/// A trial with its subscription's store and state at the instant it is judged.
+public struct JudgedTrial: Sendable, Equatable {
+    public var store: MetricsStore
+    public var trial: TrialRecord
+    public var stateNow: SubscriptionState
+
+    public init(store: MetricsStore, trial: TrialRecord, stateNow: SubscriptionState) {
+        self.store = store
+        self.trial = trial
+        self.stateNow = stateNow
     }
 }
