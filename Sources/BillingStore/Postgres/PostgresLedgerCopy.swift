@@ -176,7 +176,8 @@ public enum PostgresLedgerCopy {
     }
 
     /// The ledger's tables in the target, those another references first (inboxEvent before
-    /// inboxBody), the migration record left out.
+    /// inboxBody), the migration record and the metrics index (rebuilt from the copied facts)
+    /// left out.
     static func targetTables(_ connection: PostgresConnection, logger: Logger) async throws -> [Table] {
         var columns: [String: [(name: String, type: String)]] = [:]
         var identities: [String: String] = [:]
@@ -184,6 +185,7 @@ public enum PostgresLedgerCopy {
             """
             SELECT table_name::text, column_name::text, data_type::text, is_identity::text FROM information_schema.columns
             WHERE table_schema = current_schema() AND table_name NOT IN (\(unescaped: postgresOnlyTables))
+                AND table_name NOT LIKE 'metricsindex%'
             ORDER BY table_name, ordinal_position
             """, logger: logger)
         for try await (table, column, type, identity) in rows.decode((String, String, String, String).self) {

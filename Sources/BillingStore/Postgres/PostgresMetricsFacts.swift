@@ -59,6 +59,12 @@ struct PostgresMetricsFacts: MetricsFactStore {
         }
     }
 
+    /// The ledger's index of `scope`, refreshed first (see ``PostgresMetricsIndex``).
+    func metricsIndex(_ scope: MetricsScope, catalog: PlanCatalog) async throws -> any MetricsIndexReads {
+        try await PostgresMetricsIndex(client: client, logger: logger).refresh(catalog: catalog)
+        return PostgresMetricsIndex.Reads(client: client, logger: logger, groups: MetricsIndexRows.groups(scope))
+    }
+
     /// Runs `body` in a read-only repeatable-read transaction.
     private func snapshot<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         try await client.transaction(logger: logger) { connection in

@@ -38,6 +38,7 @@ package enum PostgresMigrations {
         metricsMigration,
         PostgresGrants.migration,
         PostgresTimeline.migration,
+        PostgresMetricsIndex.migration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

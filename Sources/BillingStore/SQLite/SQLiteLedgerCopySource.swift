@@ -4,9 +4,10 @@ import GRDB
 /// A SQLite ledger as the source of `billingd copy`: tables and columns from the catalog, rows
 /// read in key order, one short read per batch.
 extension SQLiteDatabase: LedgerCopySource {
-    /// SQLite's own tables and GRDB's migration record, which are not ledger data.
+    /// SQLite's own tables, GRDB's migration record and the metrics index (the target rebuilds
+    /// it from the facts), which are not ledger data.
     static func isBookkeeping(_ table: String) -> Bool {
-        table.hasPrefix("sqlite_") || table == "grdb_migrations"
+        table.hasPrefix("sqlite_") || table == "grdb_migrations" || MetricsIndexRows.isIndexTable(table)
     }
 
     public func copyTables() async throws -> [(name: String, columns: [String])] {

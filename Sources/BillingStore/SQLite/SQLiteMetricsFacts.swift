@@ -59,6 +59,12 @@ public struct SQLiteMetricsFacts: MetricsFactStore {
         }
     }
 
+    /// The ledger's index of `scope`, refreshed first (see ``SQLiteMetricsIndex``).
+    public func metricsIndex(_ scope: MetricsScope, catalog: PlanCatalog) async throws -> any MetricsIndexReads {
+        try await SQLiteMetricsIndex(database: database).refresh(catalog: catalog)
+        return SQLiteMetricsIndex.Reads(database: database, groups: MetricsIndexRows.groups(scope))
+    }
+
     /// Every row of a statement, as ledger values.
     private static func rows(_ sql: String, _ values: [LedgerValue], db: Database) throws -> [[LedgerValue]] {
         try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(values.map(\.databaseValue))).map { row in

@@ -55,6 +55,7 @@ enum SQLiteMigrations {
         registerMetricsMigrations(&migrator)
         registerGrantMigrations(&migrator)
         registerTimelineMigrations(&migrator)
+        registerMetricsIndexMigrations(&migrator)
         return migrator
     }
 }

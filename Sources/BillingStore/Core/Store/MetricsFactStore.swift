@@ -21,6 +21,11 @@ public protocol MetricsFactStore: Sendable {
     /// `status_transitions.paid_at`; refunds, at the refund's time), the App Store's of
     /// `appStoreEnvironments` (paid transactions at their purchase, refunds at their revocation).
     func revenueEntries(scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64) async throws -> [RevenueEntry]
+
+    /// The index the overview, movement, churn, trials and series read (see
+    /// ``MetricsIndexReads``), brought up to date with the facts under `catalog` first. A default
+    /// builds it in memory from every fact.
+    func metricsIndex(_ scope: MetricsScope, catalog: PlanCatalog) async throws -> any MetricsIndexReads
 }
 
 /// One Stripe subscription's facts.
