@@ -15,16 +15,18 @@ struct ConsoleOverviewPage {
             configuration: .init(scope: configuration.scope, catalog: configuration.catalog, exchangeRates: configuration.exchangeRates, now: configuration.now))
         let now = console.now
         let monthAgo = now - 30 * 86_400
-        // One read of the histories for every figure of the page.
-        let histories = try await reader.histories()
-        let overview = RevenueMetricsReader.overview(of: histories, at: now, exchangeRates: configuration.exchangeRates)
-        let points = (MetricsInterval.month.boundaries(from: now - 365 * 86_400, to: now) + [now]).map {
-            (at: $0, figures: RevenueMetrics.overview(histories, at: $0))
+        // One refresh of the index for every figure of the page.
+        let index = try await reader.index()
+        let overview = reader.answer(try await index.overview(at: now))
+        var points: [(at: Int64, figures: MetricsOverview)] = []
+        for at in MetricsInterval.month.boundaries(from: now - 365 * 86_400, to: now) + [now] {
+            points.append((at, try await index.overview(at: at)))
         }
-        let movement = RevenueMetrics.movement(histories, from: monthAgo, to: now)
-        let churn = RevenueMetrics.churn(histories, from: monthAgo, to: now)
-        let trials = RevenueMetrics.trials(histories, from: monthAgo, to: now, now: now)
-        let revenue = try await reader.revenue(try MetricsRange(from: monthAgo, to: now), interval: .month)
+        let range = try MetricsRange(from: monthAgo, to: now)
+        let movement = try await RevenueMetricsReader.movement(index, range)
+        let churn = try await RevenueMetricsReader.churn(index, range)
+        let trials = try await RevenueMetricsReader.trials(index, range, now: now)
+        let revenue = try await reader.revenue(range, interval: .month)
 
         var body: [HTML] = []
         let figures = overview.figures

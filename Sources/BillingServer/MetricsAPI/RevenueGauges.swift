@@ -1,5 +1,6 @@
 import AsyncAlgorithms
 import BillingCore
+import BillingStore
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -65,11 +66,11 @@ public final class RevenueGauges: Service, Sendable {
         }
     }
 
-    /// Reads the histories and sets every gauge as of `instant`.
+    /// Reads the overview at `instant` (refreshing the metrics index) and sets every gauge.
     func recompute(at instant: Int64) async {
-        let histories: [SubscriptionHistory]
+        let figures: MetricsOverview
         do {
-            histories = try await reader.histories()
+            figures = try await reader.index().overview(at: instant)
         } catch {
             let description = "\(error)"
             let isNew = state.withLock { state in
@@ -81,18 +82,15 @@ public final class RevenueGauges: Service, Sendable {
         }
         var values: [[String]: Double] = [:]
         for store in MetricsStore.allCases {
-            values[["billingd_active_trials", "store", store.rawValue]] = 0
+            values[["billingd_active_trials", "store", store.rawValue]] = Double(figures.activeTrials[store])
         }
-        for history in histories {
-            switch history.state(at: instant) {
-            case .paying(let currency, let monthly):
-                values[["billingd_mrr_minor_units", "currency", currency, "store", history.store.rawValue], default: 0] += Double(monthly)
-                values[["billingd_active_subscriptions", "store", history.store.rawValue, "plan", history.plan ?? "none"], default: 0] += 1
-            case .trial:
-                values[["billingd_active_trials", "store", history.store.rawValue], default: 0] += 1
-            case .inactive:
-                break
+        for (currency, split) in figures.mrr {
+            for store in MetricsStore.allCases where split[store] != 0 {
+                values[["billingd_mrr_minor_units", "currency", currency, "store", store.rawValue], default: 0] += Double(split[store])
             }
+        }
+        for (key, count) in figures.byStoreAndPlan {
+            values[["billingd_active_subscriptions", "store", key.store.rawValue, "plan", key.plan ?? "none"], default: 0] += Double(count)
         }
         let gone = state.withLock { state in
             defer {

@@ -45,39 +45,60 @@ public struct RevenueMetricsReader: Sendable {
         [configuration.scope.livemode ? AppStoreEnvironment.production.rawValue : AppStoreEnvironment.sandbox.rawValue]
     }
 
-    /// Every subscription's history in the scope.
-    public func histories() async throws -> [SubscriptionHistory] {
-        async let stripe = facts.stripeSubscriptions(scope: configuration.scope)
-        async let appStore = facts.appStoreSubscriptions(environments: appStoreEnvironments)
-        return SubscriptionHistory.histories(stripe: try await stripe, appStore: try await appStore, catalog: configuration.catalog)
+    /// Whose subscriptions the figures count.
+    public var scope: MetricsScope {
+        MetricsScope(stripe: configuration.scope, appStoreEnvironments: appStoreEnvironments)
+    }
+
+    /// The metrics index of the scope, up to date with the ledger's facts: the overview, movement,
+    /// churn, trials and series read it (see ``MetricsIndexing``), so their cost follows the days
+    /// and the subscriptions that changed, not the ledger's size.
+    public func index() async throws -> any MetricsIndexReads {
+        try await facts.metricsIndex(scope, catalog: configuration.catalog)
     }
 
     /// MRR, active subscriptions and trials at `at`, with the reporting total when configured.
     public func overview(at: Int64) async throws -> OverviewAnswer {
-        Self.overview(of: try await histories(), at: at, exchangeRates: configuration.exchangeRates)
+        answer(try await index().overview(at: at))
     }
 
-    static func overview(of histories: [SubscriptionHistory], at: Int64, exchangeRates: ExchangeRates?) -> OverviewAnswer {
-        let figures = RevenueMetrics.overview(histories, at: at)
-        let reporting = exchangeRates.map { rates in
-            let total = rates.total(of: figures.mrr.mapValues(\.total), at: at)
+    /// The overview's figures with the reporting total when configured.
+    func answer(_ figures: MetricsOverview) -> OverviewAnswer {
+        let reporting = configuration.exchangeRates.map { rates in
+            let total = rates.total(of: figures.mrr.mapValues(\.total), at: figures.at)
             return ReportingTotal(currency: rates.reportingCurrency, mrr: total.amount, missingRates: total.missingRates)
         }
         return OverviewAnswer(figures: figures, reporting: reporting)
     }
 
     public func movement(_ range: MetricsRange) async throws -> [String: MRRMovement] {
-        RevenueMetrics.movement(try await histories(), from: range.from, to: range.to)
+        try await Self.movement(index(), range)
+    }
+
+    static func movement(_ index: any MetricsIndexReads, _ range: MetricsRange) async throws -> [String: MRRMovement] {
+        async let start = index.overview(at: range.from)
+        async let end = index.overview(at: range.to)
+        async let changed = index.changedHistories(after: range.from, through: range.to)
+        return MetricsIndexing.movement(start: try await start, end: try await end, changed: try await changed, from: range.from, to: range.to)
     }
 
     public func churn(_ range: MetricsRange) async throws -> StoreSplit<ChurnFigures> {
-        RevenueMetrics.churn(try await histories(), from: range.from, to: range.to)
+        try await Self.churn(index(), range)
+    }
+
+    static func churn(_ index: any MetricsIndexReads, _ range: MetricsRange) async throws -> StoreSplit<ChurnFigures> {
+        async let start = index.overview(at: range.from)
+        async let changed = index.changedHistories(after: range.from, through: range.to)
+        return MetricsIndexing.churn(start: try await start, changed: try await changed, from: range.from, to: range.to)
     }
 
     /// Trials started in the range, judged now.
     public func trials(_ range: MetricsRange) async throws -> StoreSplit<TrialFigures> {
-        let now = Int64(configuration.now().timeIntervalSince1970)
-        return RevenueMetrics.trials(try await histories(), from: range.from, to: range.to, now: now)
+        try await Self.trials(index(), range, now: Int64(configuration.now().timeIntervalSince1970))
+    }
+
+    static func trials(_ index: any MetricsIndexReads, _ range: MetricsRange, now: Int64) async throws -> StoreSplit<TrialFigures> {
+        RevenueMetrics.trials(try await index.trials(from: range.from, to: range.to, now: now), now: now)
     }
 
     public func revenue(_ range: MetricsRange, interval: MetricsInterval) async throws -> [RevenueBucket] {
@@ -88,10 +109,12 @@ public struct RevenueMetricsReader: Sendable {
 
     /// The overview at each boundary of `interval` in the range (see ``MetricsInterval/boundaries(from:to:)``).
     public func series(_ range: MetricsRange, interval: MetricsInterval) async throws -> [OverviewAnswer] {
-        let histories = try await histories()
-        return interval.boundaries(from: range.from, to: range.to).map {
-            Self.overview(of: histories, at: $0, exchangeRates: configuration.exchangeRates)
+        let index = try await index()
+        var answers: [OverviewAnswer] = []
+        for boundary in interval.boundaries(from: range.from, to: range.to) {
+            answers.append(answer(try await index.overview(at: boundary)))
         }
+        return answers
     }
 
     /// Checks a range's buckets (revenue) or points (series) against ``Configuration/maximumPoints``
