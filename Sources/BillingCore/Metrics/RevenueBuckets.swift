@@ -111,34 +111,51 @@ extension RevenueMetrics {
     /// Revenue in UTC buckets of `interval` covering `[from, to)` (the first and last buckets
     /// clipped to the range), each entry in the bucket of its instant.
     public static func revenue(_ entries: some Sequence<RevenueEntry>, from: Int64, to: Int64, interval: MetricsInterval) -> [RevenueBucket] {
-        guard from < to else { return [] }
-        var buckets: [RevenueBucket] = []
+        var tally = RevenueTally(from: from, to: to, interval: interval)
+        for entry in entries { tally.add(entry) }
+        return tally.buckets
+    }
+}
+
+/// Revenue added up entry by entry into the buckets of a range, so that a store can stream its
+/// payments and refunds through it: memory holds the buckets, never the entries.
+public struct RevenueTally: Sendable {
+    public private(set) var buckets: [RevenueBucket] = []
+    private let from: Int64
+    private let to: Int64
+
+    /// The buckets of `interval` covering `[from, to)`, the first and last clipped to the range.
+    public init(from: Int64, to: Int64, interval: MetricsInterval) {
+        self.from = from
+        self.to = to
         var start = from
         while start < to {
             let end = min(interval.next(after: interval.bucketStart(containing: start)), to)
             buckets.append(RevenueBucket(start: start, end: end))
             start = end
         }
-        for entry in entries where from <= entry.at && entry.at < to {
-            // Buckets are few (a range's days at most); binary search keeps a long range cheap.
-            var low = 0
-            var high = buckets.count - 1
-            while low < high {
-                let middle = (low + high + 1) / 2
-                if buckets[middle].start <= entry.at { low = middle } else { high = middle - 1 }
-            }
-            var figures = buckets[low].byCurrency[entry.currency, default: StoreSplit()]
-            switch entry.kind {
-            case .payment:
-                figures[entry.store].gross += entry.amount
-                figures[entry.store].transactions += 1
-            case .refund:
-                figures[entry.store].refunds += entry.amount
-                figures[entry.store].refundedTransactions += 1
-            }
-            buckets[low].byCurrency[entry.currency] = figures
+    }
+
+    /// Adds an entry to the bucket of its instant; one outside the range is ignored.
+    public mutating func add(_ entry: RevenueEntry) {
+        guard from <= entry.at, entry.at < to, !buckets.isEmpty else { return }
+        // Buckets are few (a range's days at most); binary search keeps a long range cheap.
+        var low = 0
+        var high = buckets.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if buckets[middle].start <= entry.at { low = middle } else { high = middle - 1 }
         }
-        return buckets
+        var figures = buckets[low].byCurrency[entry.currency, default: StoreSplit()]
+        switch entry.kind {
+        case .payment:
+            figures[entry.store].gross += entry.amount
+            figures[entry.store].transactions += 1
+        case .refund:
+            figures[entry.store].refunds += entry.amount
+            figures[entry.store].refundedTransactions += 1
+        }
+        buckets[low].byCurrency[entry.currency] = figures
     }
 }
 

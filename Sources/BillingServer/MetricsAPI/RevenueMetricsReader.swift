@@ -102,9 +102,10 @@ public struct RevenueMetricsReader: Sendable {
     }
 
     public func revenue(_ range: MetricsRange, interval: MetricsInterval) async throws -> [RevenueBucket] {
-        let entries = try await facts.revenueEntries(
-            scope: configuration.scope, appStoreEnvironments: appStoreEnvironments, from: range.from, to: range.to)
-        return RevenueMetrics.revenue(entries, from: range.from, to: range.to, interval: interval)
+        try await facts.revenue(
+            scope: configuration.scope, appStoreEnvironments: appStoreEnvironments,
+            into: RevenueTally(from: range.from, to: range.to, interval: interval)
+        ).buckets
     }
 
     /// The overview at each boundary of `interval` in the range (see ``MetricsInterval/boundaries(from:to:)``).

@@ -37,25 +37,44 @@ struct PostgresMetricsFacts: MetricsFactStore {
     func revenueEntries(scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64) async throws -> [RevenueEntry] {
         try await snapshot { connection in
             var entries: [RevenueEntry] = []
-            for row in try await rows(
-                MetricsFactReads.stripePaymentsSQL,
-                MetricsFactReads.stripeRevenueArguments(status: InvoiceStatus.paid.rawValue, scope: scope, from: from, to: to), connection)
-            {
-                if let entry = MetricsFactReads.stripeEntry(row, kind: .payment) { entries.append(entry) }
-            }
-            for row in try await rows(
-                MetricsFactReads.stripeRefundsSQL,
-                MetricsFactReads.stripeRevenueArguments(status: Refund.succeeded, scope: scope, from: from, to: to), connection)
-            {
-                if let entry = MetricsFactReads.stripeEntry(row, kind: .refund) { entries.append(entry) }
-            }
-            for row in try await rows(
-                MetricsFactReads.appStoreRevenueSQL(environments: appStoreEnvironments.count),
-                MetricsFactReads.appStoreRevenueArguments(environments: appStoreEnvironments, from: from, to: to), connection)
-            {
-                entries += MetricsFactReads.appStoreEntries(row, from: from, to: to)
-            }
+            try await forEachEntry(scope: scope, appStoreEnvironments: appStoreEnvironments, from: from, to: to, connection) { entries.append($0) }
             return entries
+        }
+    }
+
+    /// Streams the payments and refunds into the buckets as the server sends the rows: memory
+    /// stays flat whatever the range holds.
+    func revenue(scope: ServiceScope, appStoreEnvironments: [String], into tally: RevenueTally) async throws -> RevenueTally {
+        guard let from = tally.buckets.first?.start, let to = tally.buckets.last?.end else { return tally }
+        return try await snapshot { connection in
+            var tally = tally
+            try await forEachEntry(scope: scope, appStoreEnvironments: appStoreEnvironments, from: from, to: to, connection) { tally.add($0) }
+            return tally
+        }
+    }
+
+    /// Hands each payment and refund in `[from, to)` to `body`, one row at a time.
+    private func forEachEntry(
+        scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64, _ connection: PostgresConnection,
+        _ body: (RevenueEntry) -> Void
+    ) async throws {
+        for try await row in try await connection.runOnce(
+            MetricsFactReads.stripePaymentsSQL,
+            MetricsFactReads.stripeRevenueArguments(status: InvoiceStatus.paid.rawValue, scope: scope, from: from, to: to), logger: logger)
+        {
+            if let entry = MetricsFactReads.stripeEntry(try row.map { try LedgerValue($0) }, kind: .payment) { body(entry) }
+        }
+        for try await row in try await connection.runOnce(
+            MetricsFactReads.stripeRefundsSQL,
+            MetricsFactReads.stripeRevenueArguments(status: Refund.succeeded, scope: scope, from: from, to: to), logger: logger)
+        {
+            if let entry = MetricsFactReads.stripeEntry(try row.map { try LedgerValue($0) }, kind: .refund) { body(entry) }
+        }
+        for try await row in try await connection.runOnce(
+            MetricsFactReads.appStoreRevenueSQL(environments: appStoreEnvironments.count),
+            MetricsFactReads.appStoreRevenueArguments(environments: appStoreEnvironments, from: from, to: to), logger: logger)
+        {
+            for entry in MetricsFactReads.appStoreEntries(try row.map { try LedgerValue($0) }, from: from, to: to) { body(entry) }
         }
     }
 

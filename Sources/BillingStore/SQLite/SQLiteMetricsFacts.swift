@@ -37,25 +37,51 @@ public struct SQLiteMetricsFacts: MetricsFactStore {
     public func revenueEntries(scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64) async throws -> [RevenueEntry] {
         try await database.writer.read { db in
             var entries: [RevenueEntry] = []
-            for row in try Self.rows(
-                MetricsFactReads.stripePaymentsSQL,
-                MetricsFactReads.stripeRevenueArguments(status: InvoiceStatus.paid.rawValue, scope: scope, from: from, to: to), db: db)
-            {
-                if let entry = MetricsFactReads.stripeEntry(row, kind: .payment) { entries.append(entry) }
-            }
-            for row in try Self.rows(
-                MetricsFactReads.stripeRefundsSQL,
-                MetricsFactReads.stripeRevenueArguments(status: Refund.succeeded, scope: scope, from: from, to: to), db: db)
-            {
-                if let entry = MetricsFactReads.stripeEntry(row, kind: .refund) { entries.append(entry) }
-            }
-            for row in try Self.rows(
-                MetricsFactReads.appStoreRevenueSQL(environments: appStoreEnvironments.count),
-                MetricsFactReads.appStoreRevenueArguments(environments: appStoreEnvironments, from: from, to: to), db: db)
-            {
-                entries += MetricsFactReads.appStoreEntries(row, from: from, to: to)
-            }
+            try Self.forEachEntry(scope: scope, appStoreEnvironments: appStoreEnvironments, from: from, to: to, db: db) { entries.append($0) }
             return entries
+        }
+    }
+
+    /// Streams the payments and refunds into the buckets through a cursor: memory stays flat
+    /// whatever the range holds.
+    public func revenue(scope: ServiceScope, appStoreEnvironments: [String], into tally: RevenueTally) async throws -> RevenueTally {
+        guard let from = tally.buckets.first?.start, let to = tally.buckets.last?.end else { return tally }
+        return try await database.writer.read { db in
+            var tally = tally
+            try Self.forEachEntry(scope: scope, appStoreEnvironments: appStoreEnvironments, from: from, to: to, db: db) { tally.add($0) }
+            return tally
+        }
+    }
+
+    /// Hands each payment and refund in `[from, to)` to `body`, one row at a time.
+    private static func forEachEntry(
+        scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64, db: Database, _ body: (RevenueEntry) -> Void
+    ) throws {
+        try forEachRow(
+            MetricsFactReads.stripePaymentsSQL,
+            MetricsFactReads.stripeRevenueArguments(status: InvoiceStatus.paid.rawValue, scope: scope, from: from, to: to), db: db
+        ) { row in
+            if let entry = MetricsFactReads.stripeEntry(row, kind: .payment) { body(entry) }
+        }
+        try forEachRow(
+            MetricsFactReads.stripeRefundsSQL,
+            MetricsFactReads.stripeRevenueArguments(status: Refund.succeeded, scope: scope, from: from, to: to), db: db
+        ) { row in
+            if let entry = MetricsFactReads.stripeEntry(row, kind: .refund) { body(entry) }
+        }
+        try forEachRow(
+            MetricsFactReads.appStoreRevenueSQL(environments: appStoreEnvironments.count),
+            MetricsFactReads.appStoreRevenueArguments(environments: appStoreEnvironments, from: from, to: to), db: db
+        ) { row in
+            for entry in MetricsFactReads.appStoreEntries(row, from: from, to: to) { body(entry) }
+        }
+    }
+
+    /// Each row of a statement, as ledger values, read through a cursor.
+    private static func forEachRow(_ sql: String, _ values: [LedgerValue], db: Database, _ body: ([LedgerValue]) -> Void) throws {
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: StatementArguments(values.map(\.databaseValue)))
+        while let row = try rows.next() {
+            body(row.databaseValues.map(LedgerValue.init))
         }
     }
 

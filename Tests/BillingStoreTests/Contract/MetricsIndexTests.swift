@@ -101,6 +101,25 @@ struct MetricsIndexTests {
         }
     }
 
+    @Test("Revenue streamed into its buckets equals the buckets of every entry read at once", arguments: StoreBackend.allCases)
+    func streamedRevenue(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            try await MetricsFactTests.deliver(S.deliveries, to: ledger)
+            let facts = ledger.store.metrics
+            for (from, to) in [(S.a0 / 1000 - S.day, S.t0 + 60 * S.day), (S.t0 + S.day / 2, S.t0 + 21 * S.day + 7)] {
+                for interval in MetricsInterval.allCases {
+                    let streamed = try await facts.revenue(
+                        scope: Self.scope.stripe, appStoreEnvironments: Self.scope.appStoreEnvironments,
+                        into: RevenueTally(from: from, to: to, interval: interval))
+                    let entries = try await facts.revenueEntries(
+                        scope: Self.scope.stripe, appStoreEnvironments: Self.scope.appStoreEnvironments, from: from, to: to)
+                    #expect(streamed.buckets == RevenueMetrics.revenue(entries, from: from, to: to, interval: interval), "\(backend) \(interval)")
+                    #expect(!entries.isEmpty)
+                }
+            }
+        }
+    }
+
     @Test("Each batch of a shuffled delivery with duplicates updates the index; replay leaves it right",
           arguments: StoreBackend.allCases, [UInt64(5), 6])
     func followsEveryBatch(_ backend: StoreBackend, seed: UInt64) async throws {

@@ -22,6 +22,10 @@ public protocol MetricsFactStore: Sendable {
     /// `appStoreEnvironments` (paid transactions at their purchase, refunds at their revocation).
     func revenueEntries(scope: ServiceScope, appStoreEnvironments: [String], from: Int64, to: Int64) async throws -> [RevenueEntry]
 
+    /// The same payments and refunds added up into `tally`'s buckets as they are read, never all
+    /// in memory at once. A default adds up ``revenueEntries(scope:appStoreEnvironments:from:to:)``.
+    func revenue(scope: ServiceScope, appStoreEnvironments: [String], into tally: RevenueTally) async throws -> RevenueTally
+
     /// The index the overview, movement, churn, trials and series read (see
     /// ``MetricsIndexReads``), brought up to date with the facts under `catalog` first. A default
     /// builds it in memory from every fact.
@@ -89,5 +93,16 @@ public struct AppStoreSubscriptionFacts: Sendable, Equatable {
             self.productID = productID
             self.fact = fact
         }
+    }
+}
+
+extension MetricsFactStore {
+    public func revenue(scope: ServiceScope, appStoreEnvironments: [String], into tally: RevenueTally) async throws -> RevenueTally {
+        var tally = tally
+        guard let first = tally.buckets.first, let last = tally.buckets.last else { return tally }
+        for entry in try await revenueEntries(scope: scope, appStoreEnvironments: appStoreEnvironments, from: first.start, to: last.end) {
+            tally.add(entry)
+        }
+        return tally
     }
 }
