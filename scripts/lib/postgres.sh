@@ -65,7 +65,11 @@ billingd_start_test_postgres() {
     # statements keep the plans PostgreSQL made while the tables were empty until their first
     # ANALYZE, and a run lasts seconds, not the hours a ledger runs (see the README's figures).
     if [ "${BILLINGD_TEST_POSTGRES_DURABLE:-0}" = 1 ]; then durability="-c autovacuum_naptime=1"; fi
-    local options="-c listen_addresses='' -c unix_socket_directories='$dir' $durability -c max_connections=300"
+    # Each test creates its own database and migrates it in one transaction, dozens at once: the
+    # migrations' locks (a table, index, trigger or function each) share one lock table of
+    # max_locks_per_transaction × max_connections entries, which PostgreSQL's default of 64 per
+    # connection overflows ("out of shared memory"). One ledger migrating at a time never does.
+    local options="-c listen_addresses='' -c unix_socket_directories='$dir' $durability -c max_connections=300 -c max_locks_per_transaction=256"
     if ! billingd_as_postgres "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
         -o "$options" start >/dev/null; then
         echo "billingd: the test database did not start:" >&2
