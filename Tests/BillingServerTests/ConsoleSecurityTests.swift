@@ -159,7 +159,7 @@ struct ConsoleHTTPTests {
         }
     }
 
-    @Test("Every console answer carries the strict CSP, nosniff, no referrer and no-store; the CSS comes from the binary")
+    @Test("Every console answer carries the strict CSP, nosniff, a same-origin referrer policy and no-store; the CSS comes from the binary")
     func headers() async throws {
         let ledger = try TemporaryLedger()
         defer { ledger.remove() }
@@ -168,7 +168,7 @@ struct ConsoleHTTPTests {
                 try await client.execute(uri: path, method: .get) { response in
                     #expect(response.headers[.contentSecurityPolicy] == ConsoleHeadersMiddleware.contentSecurityPolicy, "\(path)")
                     #expect(response.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
-                    #expect(response.headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer")
+                    #expect(response.headers[HTTPField.Name("Referrer-Policy")!] == "same-origin")
                 }
             }
             #expect(ConsoleHeadersMiddleware.contentSecurityPolicy

@@ -260,7 +260,10 @@ struct ConsoleHeadersMiddleware: RouterMiddleware {
         }
         response.headers[.contentSecurityPolicy] = Self.contentSecurityPolicy
         response.headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        // same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with the
+        // console's own forms, which ``ConsoleController/checkOrigin(_:)`` must refuse; other
+        // sites still get no referrer.
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "same-origin"
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         return response

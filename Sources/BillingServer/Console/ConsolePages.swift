@@ -20,7 +20,7 @@ enum ConsolePages {
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="no-referrer">
+        <meta name="referrer" content="same-origin">
         <link rel="icon" href="data:,">
         <title>\(title) · billingd</title>
         <link rel="stylesheet" href="/console/static/console.css">
