@@ -100,6 +100,15 @@ public struct ConsoleController: Sendable {
             let session = try authorized(request)
             return Self.page(try await ConsoleCustomerPage(console: self).render(request, csrf: sessions.csrfToken(for: session)))
         }
+        let grants = ConsoleGrants(console: self)
+        group.post("customers/grants") { request, context in
+            let (session, form) = try await authorizedForm(request, context: context)
+            return try await grants.grant(form, session: session, context: context)
+        }
+        group.post("customers/grants/revoke") { request, context in
+            let (session, form) = try await authorizedForm(request, context: context)
+            return try await grants.revoke(form, session: session, context: context)
+        }
         let events = ConsoleEventsPage(console: self)
         group.get("events") { request, _ in
             let session = try authorized(request)

@@ -18,6 +18,8 @@ struct ConsoleCustomer: Sendable {
     var catalog: PlanCatalog
     /// The page's query parameters, for sections that page (the timeline's cursor).
     var query: [String: String] = [:]
+    /// The "Grant access" form as last sent, with why it was refused (``ConsoleGrants``).
+    var grantForm = ConsoleGrantForm()
 }
 
 /// One section of the customer page: a heading and what it shows of a user. A new section is one
@@ -28,7 +30,7 @@ struct ConsoleCustomerSection: Sendable {
     var render: @Sendable (ConsoleCustomer) async throws -> HTML
 
     /// The customer page's sections, in order.
-    static let all: [ConsoleCustomerSection] = [.entitlement, .subscriptions, .invoices, .usage, .timeline]
+    static let all: [ConsoleCustomerSection] = [.entitlement, .subscriptions, .invoices, .usage, .grants, .timeline]
 }
 
 /// `/console/customers?q=TERM` finds users by app user id, e-mail, Stripe customer or
@@ -40,11 +42,7 @@ struct ConsoleCustomerPage {
         let parameters = request.uri.queryParameters
         let term = parameters["q"].map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
         let scope = console.configuration.scope
-        let search: HTML = """
-            <form class="search" method="get" action="/console/customers" role="search">
-            <input type="search" name="q" id="q" value="\(term)" placeholder="app user id, e-mail, cus_…, sub_…, original transaction id" aria-label="Search customers">
-            <button type="submit" id="search">Search</button></form>
-            """
+        let search = Self.search(term)
         var body: [HTML] = [search]
         var user = parameters["user"].map(String.init)
         if user == nil, !term.isEmpty {
@@ -70,16 +68,38 @@ struct ConsoleCustomerPage {
         guard let user else {
             return ConsolePages.layout(.customers, title: "Customers", csrf: csrf, body: HTML(body))
         }
+        let notice = parameters["notice"].flatMap { Self.notices[String($0)] }
+        let query = Dictionary(parameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first })
+        return try await userPage(user, csrf: csrf, notice: notice, search: search, query: query)
+    }
+
+    /// Notices of `?notice=`, after a form of a section.
+    static let notices = ConsoleGrants.notices
+
+    /// One user's page: the search form, then every section; `query` is the page's query parameters.
+    func userPage(
+        _ user: String, csrf: String, notice: String? = nil, search: HTML? = nil, query: [String: String] = [:], grantForm: ConsoleGrantForm = .init()
+    ) async throws -> HTML {
+        let scope = console.configuration.scope
         let now = console.now
         let billing = try await console.store.users.billing(of: user, in: scope, stripeEntitlements: true)
         let customer = ConsoleCustomer(
             user: user, scope: scope, billing: billing, resolution: billing.resolve(console.configuration.catalog, now: now), now: now, csrf: csrf,
-            store: console.store, catalog: console.configuration.catalog,
-            query: Dictionary(parameters.map { (String($0.key), String($0.value)) }, uniquingKeysWith: { first, _ in first }))
+            store: console.store, catalog: console.configuration.catalog, query: query, grantForm: grantForm)
+        var body: [HTML] = [search ?? Self.search("")]
         for section in ConsoleCustomerSection.all {
             body.append("<section class=\"card\" id=\"\(section.id)\"><h2>\(section.title)</h2>\(try await section.render(customer))</section>")
         }
-        return ConsolePages.layout(.customers, title: "Customer \(user)", csrf: csrf, body: HTML(body))
+        return ConsolePages.layout(.customers, title: "Customer \(user)", csrf: csrf, notice: notice, body: HTML(body))
+    }
+
+    /// The search form, holding `term`.
+    static func search(_ term: String) -> HTML {
+        """
+        <form class="search" method="get" action="/console/customers" role="search">
+        <input type="search" name="q" id="q" value="\(term)" placeholder="app user id, e-mail, cus_…, sub_…, original transaction id" aria-label="Search customers">
+        <button type="submit" id="search">Search</button></form>
+        """
     }
 
     /// A value for a query string.

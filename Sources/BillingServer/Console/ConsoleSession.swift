@@ -86,6 +86,13 @@ public struct ConsoleSessions: Sendable {
         return Session(tokenID: signer.id, id: String(parts[2]), expiresAt: expiresAt, label: signer.label)
     }
 
+    /// Who a session acts as in what it records (a grant's giver or revoker): `console:LABEL`, or
+    /// `console:token<N>` for an unlabelled token, as ``CallerTokens`` names a bearer of the token.
+    public func caller(of session: Session) -> TokenCaller {
+        let index = signers.firstIndex { $0.id == session.tokenID } ?? 0
+        return TokenCaller(kind: .console, label: session.label ?? "token\(index + 1)")
+    }
+
     /// The CSRF token of a session: HMAC of its id under its token's key.
     public func csrfToken(for session: Session) -> String {
         guard let signer = signers.first(where: { $0.id == session.tokenID }) else { return "" }
