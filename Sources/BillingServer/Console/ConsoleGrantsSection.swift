@@ -173,7 +173,8 @@ struct ConsoleGrants {
         }
         let table = ConsolePages.table(
             ["Grant", "Tier", "State", "Starts", "Expires", "Reason", "Given by", "Revoked", ""], rows, id: "grant-table", empty: "No grant.")
-        return "\(table)\(form(customer))"
+        // The table scrolls sideways on its own on a phone; the form below it does not.
+        return "<div class=\"scroll\">\(table)</div>\(form(customer))"
     }
 
     static func form(_ customer: ConsoleCustomer) -> HTML {

@@ -45,7 +45,7 @@ struct ConsoleOverviewPage {
         let currencies = Set(points.flatMap { $0.figures.mrr.keys }).sorted()
         if currencies.isEmpty { body.append("<p class=\"muted\">No paying subscription in the last 12 months.</p>") }
         for currency in currencies {
-            let series = points.map { (label: ConsoleFormat.month($0.at), value: $0.figures.mrr[currency]?.total ?? 0) }
+            let series = points.map { (label: $0.at == now ? "now" : ConsoleFormat.month($0.at), value: $0.figures.mrr[currency]?.total ?? 0) }
             body.append("<section class=\"card\"><h2>\(currency.uppercased())</h2>")
             body.append(ConsoleChart.line(series, title: "MRR in \(currency.uppercased()) over 12 months") { ConsoleFormat.money($0, currency) })
             body.append(ConsolePages.table(

@@ -197,10 +197,14 @@ final class Browser: Sendable {
         try await command("POST", "/execute/sync", ["script": script, "args": arguments])
     }
 
-    /// The page as PNG, the whole page: the window is made as tall as the page first.
+    /// The page as PNG, the whole page from its top: the window is made as tall as the page at
+    /// this width first.
     func screenshot(width: Int) async throws -> Data {
-        let height = try await execute("return Math.ceil(document.documentElement.scrollHeight);") as? Int ?? 900
-        try await resize(width: width, height: min(max(height, 600), 6_000))
+        try await resize(width: width, height: 900)
+        let sizes = try await execute(
+            "window.scrollTo(0, 0); return [Math.ceil(document.documentElement.scrollHeight), window.outerHeight - window.innerHeight];") as? [Int]
+        let height = (sizes?.first ?? 900) + (sizes?.last ?? 0)
+        try await resize(width: width, height: min(max(height, 600), 8_000))
         let value = try await command("GET", "/screenshot")
         guard let base64 = value as? String, let png = Data(base64Encoded: base64) else { throw Failure("the screenshot is not base64") }
         return png
@@ -224,14 +228,21 @@ final class Browser: Sendable {
         return cookies.first { $0["name"] as? String == name }?["value"] as? String
     }
 
-    /// Waits until `condition` holds, polling, for at most `seconds`.
+    /// Waits until `condition` holds, polling, for at most `seconds`. A condition that throws
+    /// has not held yet: while a page is replaced, an element found on the old one is stale.
     func wait(_ what: String, seconds: Int = 15, until condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
+        var lastError: (any Error)?
         while ContinuousClock.now < deadline {
-            if try await condition() { return }
+            do {
+                if try await condition() { return }
+                lastError = nil
+            } catch {
+                lastError = error
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw Failure("waited \(seconds) s for \(what); the page is \(try await currentURL())")
+        throw Failure("waited \(seconds) s for \(what); the page is \(try await currentURL())\(lastError.map { "; last: \($0)" } ?? "")")
     }
 
     @discardableResult

@@ -59,9 +59,9 @@ private struct ConsoleUnderTest {
                 "sub_alice", customer: "cus_alice", status: "active", product: "prod_ProFeedReader", unitAmount: 2900,
                 periodStart: now - 10 * day, periodEnd: now + 20 * day, members: ["created": now - 40 * day, "start_date": now - 40 * day]),
             created: now - 40 * day)
-        events.add(
-            "invoice.paid", UserFixtures.invoice("in_alice", customer: "cus_alice", status: "paid", created: now - 10 * day, subscription: "sub_alice", total: 2900),
-            created: now - 10 * day)
+        var invoice = UserFixtures.invoice("in_alice", customer: "cus_alice", status: "paid", created: now - 10 * day, subscription: "sub_alice", total: 2900)
+        (invoice["total"], invoice["subtotal"]) = (2900, 2900)
+        events.add("invoice.paid", invoice, created: now - 10 * day)
         events.add("customer.created", UserFixtures.customer("cus_bob", user: "bob", created: now - 2 * day), created: now - 2 * day)
         var bodies = events.bodies
         var bob = UserFixtures.subscription(
