@@ -137,10 +137,14 @@ public struct ConsoleSessions: Sendable {
             .replacingOccurrences(of: "=", with: "")
     }
 
+    /// The bytes of a base64url text without padding, only in its one canonical spelling: the
+    /// unused low bits of the last character must be zero, so that a signature or CSRF token
+    /// changed in those bits is a different, refused, value rather than the same bytes.
     static func bytes(base64URL text: Substring) -> [UInt8]? {
         guard text.utf8.count <= 128, text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
+        guard let bytes = Data(base64Encoded: base64).map(Array.init), base64URL(bytes) == text else { return nil }
+        return bytes
     }
 }
