@@ -52,12 +52,12 @@ package struct PostgresApplier: EventApplier {
     /// stored `pending` instead, for the drain to apply.
     package func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
         do {
-            return try await client.withTransaction(logger: logger) { connection in
+            return try await client.transaction(logger: logger) { connection in
                 try await storeApplying(batch, now: now, connection: connection)
             }
         } catch {
             let deliveries = batch.map(\.delivery)
-            let outcomes = try await client.withTransaction(logger: logger) { connection in
+            let outcomes = try await client.transaction(logger: logger) { connection in
                 try await PostgresInbox.insert(deliveries, status: .pending, connection: connection, logger: logger)
             }
             return IngestResult(outcomes: outcomes, queued: outcomes.count { $0 != .duplicate })
@@ -193,11 +193,11 @@ package struct PostgresApplier: EventApplier {
     func apply(_ claimed: [DueEvent], pass: String, now: Int64) async throws -> ApplyPass {
         let decoded = await DecodedDelivery.decodeConcurrently(claimed)
         do {
-            return try await client.withTransaction(logger: logger) { connection in
+            return try await client.transaction(logger: logger) { connection in
                 try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: false, connection: connection)
             }
         } catch {
-            return try await client.withTransaction(logger: logger) { connection in
+            return try await client.transaction(logger: logger) { connection in
                 try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: true, connection: connection)
             }
         }

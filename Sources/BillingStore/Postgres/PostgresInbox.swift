@@ -22,7 +22,7 @@ struct PostgresInbox: EventInbox {
     /// Stores deliveries for the applier in one transaction, in order; one outcome per delivery.
     func insert(_ deliveries: [InboxDelivery]) async throws -> [InboxInsertOutcome] {
         guard !deliveries.isEmpty else { return [] }
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await client.transaction(logger: logger) { connection in
             try await Self.insert(deliveries, status: .pending, connection: connection, logger: logger)
         }
     }

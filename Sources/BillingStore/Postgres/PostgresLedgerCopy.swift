@@ -59,7 +59,7 @@ public enum PostgresLedgerCopy {
     /// the rows copied of it so far, after each batch.
     public static func copy(
         from source: some LedgerCopySource, to target: PostgresLedgerStore, batchSize: Int = 1000,
-        progress: @Sendable (String, Int) -> Void = { _, _ in }
+        progress: @escaping @Sendable (String, Int) -> Void = { _, _ in }
     ) async throws -> Report {
         let logger = target.logger
         let tables = try await target.client.withConnection { connection in

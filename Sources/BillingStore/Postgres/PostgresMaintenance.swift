@@ -13,7 +13,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
     /// Empties the ledger tables and applies every stored event again. The version guard does
     /// not depend on order, so the result equals the live ledger.
     func replay(applier: any EventApplier, progress: @Sendable (Int) -> Void) async throws -> ApplyPass {
-        try await client.withTransaction(logger: logger) { connection in
+        try await client.transaction(logger: logger) { connection in
             for table in LedgerRows.ledgerTables {
                 try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: logger)
             }

@@ -85,7 +85,7 @@ struct PostgresMetricsFacts: MetricsFactStore {
     }
 
     /// Runs `body` in a read-only repeatable-read transaction.
-    private func snapshot<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    private func snapshot<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         try await client.transaction(logger: logger) { connection in
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
             return try await body(connection)

@@ -89,7 +89,7 @@ struct PostgresMetricsIndex {
         let logger: Logger
         let groups: [MetricsIndexRows.Group]
 
-        private func read<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        private func read<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
             try await client.transaction(logger: logger) { connection in
                 try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
                 return try await body(connection)

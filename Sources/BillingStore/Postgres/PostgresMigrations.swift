@@ -49,7 +49,7 @@ package enum PostgresMigrations {
     /// when another process had applied them). Versions the database has and this build does not
     /// know (a newer replica migrated it during a rolling deploy) are left alone.
     static func migrate(_ connection: PostgresConnection, logger: Logger, now: Int64) async throws -> [String] {
-        try await connection.withTransaction(logger: logger) { connection in
+        try await connection.transaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
             try await connection.query(
                 "CREATE TABLE IF NOT EXISTS schemaMigration (version text PRIMARY KEY, appliedAt bigint NOT NULL)",

@@ -1,9 +1,10 @@
 import BillingCore
-import BillingStore
+@testable import BillingStore
 import BillingTestSupport
 import Foundation
 import GRDB
 import PostgresNIO
+import Synchronization
 import Testing
 
 @Suite("PostgreSQL store")
@@ -63,6 +64,51 @@ struct PostgresStoreTests {
     }
 
     /// Waits until `count` sessions wait for an advisory lock on the database.
+    /// Thrown by a transaction's body once its connection closed.
+    struct BodyFailed: Error {}
+
+    @Test(
+        "A transaction whose connection the server cuts ends with an error, never a wait forever: its ROLLBACK, or the body's next query, goes to a closed connection",
+        arguments: [false, true])
+    func transactionOnACutConnection(queriesAfterTheCut: Bool) async throws {
+        try await PostgresTestDatabase.withFreshDatabase { configuration in
+            try await PostgresTestDatabase.withConnection(configuration) { connection in
+                // The body's session is ended by the server, as a restart or a dropped database
+                // ends it, and the body goes on only once the connection has closed: it then
+                // fails, so that the ROLLBACK goes to the closed connection, or it runs its next
+                // query there. postgres-nio never answers either (its own transaction waits
+                // forever).
+                let outcome = Mutex<Result<Void, any Error>?>(nil)
+                let logger = self.logger
+                let transaction = Task {
+                    do {
+                        try await connection.transaction(logger: logger) { connection in
+                            _ = try? await connection.query("SELECT pg_terminate_backend(pg_backend_pid())", logger: logger)
+                            while !connection.isClosed { try await Task.sleep(for: .milliseconds(10)) }
+                            if queriesAfterTheCut { try await connection.query("SELECT 1", logger: logger) }
+                            throw BodyFailed()
+                        }
+                        outcome.withLock { $0 = .success(()) }
+                    } catch {
+                        outcome.withLock { $0 = .failure(error) }
+                    }
+                }
+                let deadline = ContinuousClock.now + .seconds(30)
+                while outcome.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                switch outcome.withLock({ $0 }) {
+                case .failure(let error):
+                    // The close is what the caller hears: it came before the body's own error,
+                    // and the lost query never answers.
+                    #expect(error is PostgresConnectionClosed, "the transaction ends as its connection's close: \(error)")
+                case .success: Issue.record("a transaction on a cut connection committed")
+                case nil:
+                    transaction.cancel()
+                    Issue.record("the transaction still waits 30 s after its connection closed")
+                }
+            }
+        }
+    }
+
     private func waitUntil(waitingForLock count: Int, connection: PostgresConnection) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
