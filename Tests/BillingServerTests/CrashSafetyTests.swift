@@ -71,10 +71,15 @@ struct DaemonProcess {
 
     /// Sends SIGTERM and blocks until the end: for a `defer`, which cannot wait otherwise. It
     /// holds one of the tests' shared threads meanwhile, so a test ends its daemons with
-    /// ``kill(signal:)`` wherever it can.
+    /// ``kill(signal:)`` wherever it can. A daemon still running a minute later (twice its
+    /// shutdown grace) fails the test and is killed, rather than hang the suite.
     func stop() {
         process.signal(SIGTERM)
-        process.waitBlocking()
+        if process.waitBlocking(upTo: .seconds(60)) == nil {
+            Issue.record("billingd serve (pid \(process.pid)) did not stop within 60 s of SIGTERM; killed")
+            process.signal(SIGKILL)
+            process.waitBlocking()
+        }
     }
 }
 

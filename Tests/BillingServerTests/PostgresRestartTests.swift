@@ -7,7 +7,7 @@ import Testing
 
 /// `serve` on PostgreSQL while the database restarts (a failover, a minor-version upgrade).
 /// It stops the server every other PostgreSQL test shares, so scripts/test runs it alone
-/// (billingd_run_postgres_restart_tests), handing it the commands in BILLINGD_TEST_POSTGRES_STOP
+/// (after the others, under its own time limit), handing it the commands in BILLINGD_TEST_POSTGRES_STOP
 /// and BILLINGD_TEST_POSTGRES_START; without them it is cancelled, saying so.
 @Suite("serve while PostgreSQL restarts", .serialized)
 struct PostgresRestartTests {
@@ -113,6 +113,13 @@ struct PostgresRestartTests {
         // queued when its deadline passed): Stripe's retry then stores it or is told duplicate.
         #expect(retryStatus == 200, "the retry of the refused delivery is acknowledged")
         #expect(stored.contains("evt_pgrestart_while_down"))
+
+        // The database then goes away under the running replica (dropped, as a failover to an
+        // empty server would leave it): SIGTERM still stops it, within its shutdown grace (20 s),
+        // rather than when every wait on the database gives up.
         try await PostgresTestDatabase.drop(configuration)
+        daemon.process.signal(SIGTERM)
+        let stopped = await daemon.process.wait(upTo: .seconds(60))
+        #expect(stopped == .exit(0), "SIGTERM stops a replica whose database is gone, within its grace: \(stopped.map { "\($0)" } ?? "still running after 60 s")")
     }
 }

@@ -121,6 +121,27 @@ public final class ChildProcess: Sendable {
         return record(status)
     }
 
+    /// Polls for the end up to `limit`, blocking the calling thread: the termination, or nil
+    /// when the child still runs.
+    public func waitBlocking(upTo limit: Duration) -> Termination? {
+        let end = ContinuousClock.now + limit
+        while isRunning {
+            guard ContinuousClock.now < end else { return nil }
+            usleep(20_000)
+        }
+        return ended.withLock { $0 }
+    }
+
+    /// Waits for the end up to `limit`: the termination, or nil when the child still runs.
+    public func wait(upTo limit: Duration) async -> Termination? {
+        let end = ContinuousClock.now + limit
+        while isRunning {
+            guard ContinuousClock.now < end else { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return ended.withLock { $0 }
+    }
+
     /// Waits for the end on a thread of its own.
     @discardableResult
     public func wait() async -> Termination {

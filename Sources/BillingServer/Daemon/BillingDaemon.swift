@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import StripeAPI
+import Synchronization
 import UnixSignals
 
 /// `billingd serve` as a value: the HTTP server, the applier, the reconcile scheduler and the
@@ -48,11 +49,18 @@ public struct BillingDaemon: Sendable {
         }
     }
 
+    /// How long a graceful stop (SIGTERM) waits for the services to finish their work in
+    /// progress before cancelling it. With the 5 s cancellation may take, a stop ends within
+    /// 25 s, inside the 30 s deploy/billingd.service allows (`TimeoutStopSec`).
+    public static let shutdownGrace: Duration = .seconds(20)
+
     /// What `/metrics` renders.
     public let metrics: BillingMetrics
     /// What the start-up line says is on (see ``startupSummary(_:secrets:local:catalog:stripe:appStore:appStoreAPI:)``).
     public let startup: [String: String]
     private let group: ServiceGroup
+    private let shutdownWatch: ShutdownWatch
+    private let logger: Logger
 
     /// Builds the daemon, area by area (BillingDaemon+Areas.swift, BillingDaemon+Builders.swift).
     /// Throws ``SettingsError`` for settings that cannot work together (no webhook secret outside
@@ -153,11 +161,21 @@ public struct BillingDaemon: Sendable {
         // its run at the next page, then the applier finishes its batch; the store closes last
         // (``Options/closesStore``), or the caller closes it.
         services.append(.init(service: application))
+        // Last, so the first told: it notes when the stop began.
+        let shutdownWatch = ShutdownWatch()
+        services.append(.init(service: shutdownWatch))
         if options.closesStore { services.insert(.init(service: LedgerStoreService(store: store)), at: 0) }
         self.metrics = metrics
         self.startup = startup
-        self.group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: options.gracefulShutdownSignals, logger: logger))
+        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: options.gracefulShutdownSignals, logger: logger)
+        // A stop ends even while the database is unreachable: a service still waiting on it
+        // after the grace is cancelled (its work is redone after the restart: nothing it held
+        // was acknowledged), and one that ignores cancellation ends the process.
+        configuration.maximumGracefulShutdownDuration = Self.shutdownGrace
+        configuration.maximumCancellationDuration = .seconds(5)
+        self.group = ServiceGroup(configuration: configuration)
+        self.shutdownWatch = shutdownWatch
+        self.logger = logger
     }
 
     /// The mode the service API answers in: the Stripe key's; an App Store-only app (no Stripe
@@ -210,6 +228,11 @@ public struct BillingDaemon: Sendable {
     /// returns once each has stopped in reverse start order.
     public func run() async throws {
         try await group.run()
+        if let began = shutdownWatch.began, ContinuousClock.now - began >= Self.shutdownGrace {
+            logger.warning(
+                "the stop took its whole grace and cancelled the work still waiting",
+                metadata: ["grace": "\(Self.shutdownGrace)", "hint": "was the database reachable? nothing cancelled had been acknowledged"])
+        }
     }
 
     /// Stops the daemon as SIGTERM would.
@@ -246,5 +269,17 @@ public struct BillingDaemon: Sendable {
         summary["usage_report"] = stripe ? every(settings.usage.reportInterval) : "off"
         summary["app_webhooks"] = settings.outbox.webhookURLs.isEmpty ? "off" : "\(settings.outbox.webhookURLs.count) endpoint(s)"
         return summary
+    }
+}
+
+/// Notes when a graceful shutdown began (``BillingDaemon/run()`` says when it took the whole
+/// grace).
+final class ShutdownWatch: Service, Sendable {
+    private let state = Mutex<ContinuousClock.Instant?>(nil)
+    var began: ContinuousClock.Instant? { state.withLock { $0 } }
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        state.withLock { $0 = .now }
     }
 }

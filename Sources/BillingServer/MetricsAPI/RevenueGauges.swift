@@ -43,26 +43,28 @@ public final class RevenueGauges: Service, Sendable {
         continuation.yield()
     }
 
+    /// Runs until a graceful shutdown, which cancels a recomputation in progress rather than
+    /// wait for it: the gauges are a view, and a recomputation waiting on an unreachable
+    /// database would otherwise hold up the stop.
     public func run() async throws {
         let (continuation, interval, settle) = (self.continuation, configuration.interval, configuration.settle)
-        await withGracefulShutdownHandler {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     // Ends with the group: cancelled below once the wake-ups finish.
-                    for await _ in AsyncTimerSequence(interval: interval, clock: .continuous).cancelOnGracefulShutdown() {
+                    for await _ in AsyncTimerSequence(interval: interval, clock: .continuous) {
                         continuation.yield()
                     }
                 }
                 continuation.yield()
-                for await _ in wakeups {
-                    await recompute(at: Int64(reader.configuration.now().timeIntervalSince1970))
+                // Ends when cancelled.
+                for await _ in self.wakeups {
+                    await self.recompute(at: Int64(self.reader.configuration.now().timeIntervalSince1970))
                     // Changes that arrive meanwhile wait here, folded into one wake-up.
                     try? await Task.sleep(for: settle)
                 }
                 group.cancelAll()
             }
-        } onGracefulShutdown: {
-            continuation.finish()
         }
     }
 
@@ -72,6 +74,7 @@ public final class RevenueGauges: Service, Sendable {
         do {
             figures = try await reader.index().overview(at: instant)
         } catch {
+            if Task.isCancelled { return }
             let description = "\(error)"
             let isNew = state.withLock { state in
                 defer { state.lastError = description }

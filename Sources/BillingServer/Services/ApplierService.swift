@@ -53,7 +53,8 @@ public final class ApplierService: Service, Sendable {
                     if ContinuousClock.now - depthRecordedAt >= .seconds(1) {
                         depthRecordedAt = .now
                         do { try await recordDepth() } catch {
-                            logger.error("inbox depth not recorded", metadata: ["error": "\(error)"])
+                            // A stop that cut the wait short is no failure to report.
+                            if !Task.isCancelled { logger.error("inbox depth not recorded", metadata: ["error": "\(error)"]) }
                         }
                     }
                 }
@@ -97,7 +98,7 @@ public final class ApplierService: Service, Sendable {
                 logger.debug("applied events", metadata: ["processed": "\(pass.processed)", "stale": "\(pass.stale)"])
             }
         } catch {
-            logger.error("applier pass failed; retrying shortly", metadata: ["error": "\(error)"])
+            if !Task.isCancelled { logger.error("applier pass failed; retrying shortly", metadata: ["error": "\(error)"]) }
         }
     }
 
