@@ -82,21 +82,14 @@ billingd_start_test_postgres() {
         return 1
     fi
     export BILLINGD_TEST_DATABASE_URL="postgres://postgres@/billingd_test?host=$dir&sslmode=disable"
-    # How PostgresRestartTests stop and start this server. Only billingd_run_postgres_restart_tests
-    # exports them, since every other PostgreSQL test shares the server.
+    # How PostgresRestartTests stop and start this server. Only scripts/test's run of that suite,
+    # alone, is given them, since every other PostgreSQL test shares the server.
     local as_owner=""
     if [ "$(id -u)" -eq 0 ]; then as_owner="runuser -u postgres --"; fi
     billingd_test_postgres_stop="$as_owner $bin/pg_ctl --pgdata=$dir/data --mode=fast --wait --timeout=60 stop"
     billingd_test_postgres_start="$as_owner $bin/pg_ctl --pgdata=$dir/data --log=$dir/server.log --wait --timeout=60 -o \"$options\" start"
     local elapsed=$((($(date +%s%N) - started) / 1000000))
     echo "billingd: test PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on $dir (ready in $elapsed ms)" >&2
-}
-
-# billingd_run_postgres_restart_tests [SWIFT TEST ARGS] — runs the tests that stop and start the
-# throwaway cluster under load, alone: every other PostgreSQL test shares it.
-billingd_run_postgres_restart_tests() {
-    BILLINGD_TEST_POSTGRES_STOP="$billingd_test_postgres_stop" BILLINGD_TEST_POSTGRES_START="$billingd_test_postgres_start" \
-        swift test --skip-build --filter PostgresRestartTests "$@"
 }
 
 # billingd_stop_test_postgres — stops the throwaway cluster (fast: sessions are cut) and removes
