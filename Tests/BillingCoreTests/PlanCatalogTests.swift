@@ -106,6 +106,26 @@ struct PlanCatalogTests {
         }
     }
 
+    @Test("sample_content_provided is the tier's, for each of its App Store products; false when not given or not in the catalog")
+    func sampleContentProvided() throws {
+        let catalog = try planCatalog("""
+            {"tiers": [
+              {"id": "free", "name": "Free", "rank": 0},
+              {"id": "pro", "name": "Pro", "rank": 10,
+               "app_store": {"products": ["com.example.pro.monthly", {"id": "com.example.pro.yearly", "period": "P1Y"}], "sample_content_provided": true}},
+              {"id": "max", "name": "Max", "rank": 20, "app_store": {"products": ["com.example.max.monthly"], "sample_content_provided": false}},
+              {"id": "team", "name": "Team", "rank": 30, "app_store": {"products": ["com.example.team.monthly"]}}
+            ]}
+            """)
+        #expect(catalog.tier(id: "pro")?.appStoreSampleContentProvided == true)
+        #expect(catalog.sampleContentProvided(appStoreProduct: "com.example.pro.monthly"))
+        #expect(catalog.sampleContentProvided(appStoreProduct: "com.example.pro.yearly"))
+        #expect(!catalog.sampleContentProvided(appStoreProduct: "com.example.max.monthly"))
+        #expect(!catalog.sampleContentProvided(appStoreProduct: "com.example.team.monthly"))
+        #expect(!catalog.sampleContentProvided(appStoreProduct: "com.example.coins.100"))
+        #expect(!PlanCatalog.freeOnly.sampleContentProvided(appStoreProduct: "com.example.pro.monthly"))
+    }
+
     @Test("Without a catalog file there is one tier, free, with nothing in it")
     func freeOnly() {
         let catalog = PlanCatalog.freeOnly
@@ -184,7 +204,12 @@ struct PlanCatalogTests {
          "unknown key; expected one of: id, name, rank, description, stripe, app_store, features, limits, past_due_grace_days"),
         (catalogWithPro(#""stripe": {"price": [{"id": "price_A"}]}"#), "tiers[1].stripe.price", "unknown key; expected one of: prices, products"),
         // App Store products.
-        (catalogWithPro(#""app_store": {"product": ["com.example.pro"]}"#), "tiers[1].app_store.product", "unknown key; expected one of: products, subscription_group"),
+        (catalogWithPro(#""app_store": {"product": ["com.example.pro"]}"#), "tiers[1].app_store.product",
+         "unknown key; expected one of: products, subscription_group, sample_content_provided"),
+        (catalogWithPro(#""app_store": {"products": ["com.example.pro"], "sample_content_provided": "yes"}"#), "tiers[1].app_store.sample_content_provided",
+         "not true or false; expected true (the app offered a free sample, a trial or a description of the content before purchase) or false"),
+        (catalogWithPro(#""app_store": {"products": ["com.example.pro"], "sample_content_provided": 1}"#), "tiers[1].app_store.sample_content_provided",
+         "not true or false; expected true (the app offered a free sample, a trial or a description of the content before purchase) or false"),
         (catalogWithPro(#""app_store": {"products": ["com example pro"]}"#), "tiers[1].app_store.products[0]",
          #""com example pro" is not an App Store product id; expected the id from App Store Connect, such as com.example.pro.monthly (letters, digits, . _ and -)"#),
         (catalogWithPro(#""app_store": {"products": ["com.example.pro", "com.example.pro"]}"#), "tiers[1].app_store.products[1]",

@@ -186,6 +186,16 @@ struct UserEndpointPlanCatalogTests {
                   storage: unlimited
             """)
         #expect(catalog.tier(id: "pro")?.name == "Pro (yearly or monthly)")
+        #expect(try PlanCatalogLoader.parse("""
+            tiers:
+              - {id: free, name: Free, rank: 0}
+              - id: pro
+                name: Pro
+                rank: 10
+                app_store:
+                  products: [com.example.pro.monthly]
+                  sample_content_provided: true   # a free week, and screenshots of every feature
+            """).sampleContentProvided(appStoreProduct: "com.example.pro.monthly"))
         #expect(Set(catalog.tier(id: "pro")?.limits ?? []) == [PlanLimit(key: "projects", value: .count(3)), PlanLimit(key: "storage", value: .unlimited)])
     }
 }

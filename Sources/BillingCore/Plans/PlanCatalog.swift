@@ -42,7 +42,8 @@ public struct PlanCatalog: Sendable, Equatable {
                 pastDueGrace: tier.pastDueGraceDays ?? .days(0), appStoreSubscriptionGroup: tier.appStore?.subscriptionGroup,
                 appStoreOffers: Dictionary(
                     (tier.appStore?.products ?? []).map { ($0.id, AppStoreProductOffers(promotionalOffers: $0.promotionalOffers, eligibility: $0.eligibility)) },
-                    uniquingKeysWith: { first, _ in first }))
+                    uniquingKeysWith: { first, _ in first }),
+                appStoreSampleContentProvided: tier.appStore?.sampleContentProvided ?? false)
         }
         let meters = document.meters.map {
             UsageMeter(id: $0.id, kind: $0.kind, limit: $0.limit, enforcement: $0.enforcement, stripeMeter: $0.stripeMeter)
@@ -204,6 +205,12 @@ public struct PlanCatalog: Sendable, Equatable {
     /// The period an App Store product renews for, when the catalog gives one.
     public func period(appStoreProduct product: String) -> AppStorePeriod? {
         tier(appStoreProduct: product)?.appStorePeriods[product]
+    }
+
+    /// Whether the app offered a sample of an App Store product's content before purchase: its
+    /// tier's `sample_content_provided`; false for a product the catalog does not map.
+    public func sampleContentProvided(appStoreProduct product: String) -> Bool {
+        tier(appStoreProduct: product)?.appStoreSampleContentProvided ?? false
     }
 
     // MARK: - Shapes

@@ -78,18 +78,31 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
         }
     }
 
-    /// The App Store side of a tier: the products whose purchase grants it, and the App Store
+    /// The App Store side of a tier: the products whose purchase grants it, the App Store
     /// subscription group they belong to (`subscription_group`, App Store Connect's group id),
-    /// which ties tiers into one group for offers.
+    /// which ties tiers into one group for offers, and whether the app offered a free sample,
+    /// a trial or a description of the tier's content before purchase (`sample_content_provided`,
+    /// told to Apple when a customer asks for a refund; false when not given).
     public struct AppStore: Decodable, Sendable, Equatable {
         public var products: [Product]
         public var subscriptionGroup: String?
+        public var sampleContentProvided: Bool
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CatalogKey.self)
-            try container.refuseUnknownKeys(["products", "subscription_group"])
+            try container.refuseUnknownKeys(["products", "subscription_group", "sample_content_provided"])
             products = try container.optional([Product].self, "products") ?? []
             subscriptionGroup = try container.optional(String.self, "subscription_group")
+            if container.contains(CatalogKey("sample_content_provided")) {
+                guard let flag = try? container.decode(Bool.self, forKey: CatalogKey("sample_content_provided")) else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: container.codingPath + [CatalogKey("sample_content_provided")],
+                        debugDescription: "not true or false; expected true (the app offered a free sample, a trial or a description of the content before purchase) or false"))
+                }
+                sampleContentProvided = flag
+            } else {
+                sampleContentProvided = false
+            }
             if let subscriptionGroup, subscriptionGroup.isEmpty || subscriptionGroup.count > 64 {
                 throw DecodingError.dataCorrupted(.init(
                     codingPath: container.codingPath + [CatalogKey("subscription_group")],

@@ -21,6 +21,9 @@ public struct PlanTier: Sendable, Hashable {
     public let appStoreSubscriptionGroup: String?
     /// The promotional offers the catalog lists for some of ``appStoreProducts``.
     public let appStoreOffers: [String: AppStoreProductOffers]
+    /// Whether the app offered a free sample, a trial or a description of the tier's content
+    /// before purchase (`app_store.sample_content_provided`), as told to Apple in refund requests.
+    public let appStoreSampleContentProvided: Bool
     /// Feature keys, in the catalog's order.
     public let features: [String]
     /// Limits, in the catalog's order.
@@ -32,7 +35,7 @@ public struct PlanTier: Sendable, Hashable {
         id: String, name: String, rank: Int64, description: String? = nil, prices: [PlanPrice] = [],
         products: [String] = [], appStoreProducts: [String] = [], appStorePeriods: [String: AppStorePeriod] = [:], features: [String] = [],
         limits: [PlanLimit] = [], pastDueGrace: PastDueGrace = .days(0), appStoreSubscriptionGroup: String? = nil,
-        appStoreOffers: [String: AppStoreProductOffers] = [:]
+        appStoreOffers: [String: AppStoreProductOffers] = [:], appStoreSampleContentProvided: Bool = false
     ) {
         self.id = id
         self.name = name
@@ -44,6 +47,7 @@ public struct PlanTier: Sendable, Hashable {
         self.appStorePeriods = appStorePeriods
         self.appStoreSubscriptionGroup = appStoreSubscriptionGroup
         self.appStoreOffers = appStoreOffers
+        self.appStoreSampleContentProvided = appStoreSampleContentProvided
         self.features = features
         self.limits = limits
         self.pastDueGrace = pastDueGrace

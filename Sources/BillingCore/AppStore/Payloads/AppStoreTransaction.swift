@@ -150,6 +150,9 @@ public struct AppStoreNotification: Sendable, Equatable {
     public var appAppleID: Int64?
     /// `data.status`: 1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked.
     public var status: Int64?
+    /// `data.consumptionRequestReason` of a `CONSUMPTION_REQUEST`: why the customer asks for a
+    /// refund (`UNINTENDED_PURCHASE`, `FULFILLMENT_ISSUE`, `UNSATISFIED_WITH_PURCHASE`, `LEGAL`, `OTHER`).
+    public var consumptionRequestReason: String?
     public var transaction: AppStoreTransaction?
     public var renewalInfo: AppStoreRenewalInfo?
     /// The notification payload's JSON exactly as Apple signed it.
@@ -170,6 +173,7 @@ public struct AppStoreNotification: Sendable, Equatable {
         bundleID = data?.string("bundleId")
         appAppleID = data?.int64("appAppleId")
         status = data?.int64("status")
+        consumptionRequestReason = data?.string("consumptionRequestReason")
         self.transaction = try transaction.map { bytes throws(AppStorePayloadError) in try AppStoreTransaction(json: bytes) }
         self.renewalInfo = try renewalInfo.map { bytes throws(AppStorePayloadError) in try AppStoreRenewalInfo(json: bytes) }
         self.json = json
