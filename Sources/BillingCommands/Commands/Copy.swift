@@ -98,8 +98,10 @@ struct Copy: AsyncParsableCommand {
             }
             print(Output.json(result))
         } else {
+            // As wide as the longest name: padding(toLength:) would cut a longer one short.
+            let width = report.tables.map(\.table.count).max() ?? 0
             for count in report.tables {
-                print("\(count.table.padding(toLength: 22, withPad: " ", startingAt: 0)) \(count.source) → \(count.target)\(count.source == count.target ? "" : "  DIFFERS")")
+                print("\(count.table.padding(toLength: width, withPad: " ", startingAt: 0)) \(count.source) → \(count.target)\(count.source == count.target ? "" : "  DIFFERS")")
             }
             print(report.isVerified
                 ? "Copied \(report.rows) rows in \(report.tables.count) tables from \(sourcePath) to \(target.redacted); every table's row count matches."

@@ -21,6 +21,8 @@ public struct AppStoreSampleNotification {
     public var renewalInfo: [String: any Sendable]?
     /// `data.status`.
     public var status: Int?
+    /// `data.consumptionRequestReason`: for `CONSUMPTION_REQUEST`, `UNINTENDED_PURCHASE` unless changed.
+    public var consumptionRequestReason: String?
 
     static let day: Int64 = 86_400_000
 
@@ -39,6 +41,7 @@ public struct AppStoreSampleNotification {
         self.bundleID = bundleID
         self.appAppleID = appAppleID
         signedDate = now
+        consumptionRequestReason = type == "CONSUMPTION_REQUEST" ? "UNINTENDED_PURCHASE" : nil
         let lifetime = type == "ONE_TIME_CHARGE"
         var purchase = now
         var expires: Int64? = lifetime ? nil : now + 30 * Self.day
@@ -121,6 +124,7 @@ public struct AppStoreSampleNotification {
         var data: [String: any Sendable] = ["bundleId": bundleID, "environment": environment.rawValue, "bundleVersion": "1.0"]
         if let appAppleID { data["appAppleId"] = Int(appAppleID) }
         if let status { data["status"] = status }
+        if let consumptionRequestReason { data["consumptionRequestReason"] = consumptionRequestReason }
         if let signedTransaction { data["signedTransactionInfo"] = signedTransaction }
         if let signedRenewalInfo { data["signedRenewalInfo"] = signedRenewalInfo }
         var payload: [String: any Sendable] = [

@@ -193,7 +193,7 @@ struct PostgresAppStore: AppStoreLedgerStore, AppStoreReconciliationStore {
     ) async throws -> ApplyEffect? {
         if try await PostgresInbox.contains(delivery, connection: connection, logger: logger) { return nil }
         let effect = try await PostgresAppStoreWriter.apply(
-            appStore, environment: environment, sourceID: sourceID, connection: connection, logger: logger)
+            appStore, environment: environment, sourceID: sourceID, receivedAt: now, connection: connection, logger: logger)
         guard
             try await PostgresInbox.insertFinal(
                 delivery, status: .applied, effect: effect, processedAt: now, connection: connection, logger: logger) != nil

@@ -8,9 +8,11 @@ import PostgresNIO
 /// them, under the purchase's lock (``PostgresObjectLock``) so that replicas applying
 /// deliveries of one purchase see a serial history.
 enum PostgresAppStoreWriter {
-    /// Applies one delivery; `sourceID` is its inbox event id (the tie-breaker of equal dates).
+    /// Applies one delivery; `sourceID` is its inbox event id (the tie-breaker of equal dates),
+    /// `receivedAt` (Unix ms) when it is applied.
     static func apply(
-        _ delivery: AppStoreDelivery, environment: String, sourceID: String, connection: PostgresConnection, logger: Logger
+        _ delivery: AppStoreDelivery, environment: String, sourceID: String, receivedAt: Int64, connection: PostgresConnection,
+        logger: Logger
     ) async throws -> ApplyEffect {
         guard let plan = AppStoreApplyPlan(delivery) else { return .recorded }
         let original = plan.originalTransactionID
@@ -32,6 +34,10 @@ enum PostgresAppStoreWriter {
                 _ = try await writer.tie(original: original, user: user, rule: rule)
             case .tieByAccountToken:
                 try await writer.run(AppStoreLedgerRows.tieByAccountTokenSQL, [.text(environment), .text(original)])
+            case .consumptionRequest(let notification, let transaction):
+                try await PostgresAppStoreConsumption.insert(
+                    notification, transaction: transaction, environment: environment, receivedAt: receivedAt, connection: connection,
+                    logger: logger)
             }
         }
         return AppStoreApplyPlan.effect(changed: changed)

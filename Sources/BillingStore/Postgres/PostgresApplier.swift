@@ -105,7 +105,8 @@ package struct PostgresApplier: EventApplier {
             case .write:
                 let account = envelope.account ?? ""
                 let applied = try await applyToLedger(
-                    prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, connection: connection)
+                    prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, receivedAt: delivery.receivedAt,
+                    connection: connection)
                 tally.written(applied, prepared.decoded, account: account, livemode: envelope.livemode)
                 (status, effect) = (.applied, applied)
             }
@@ -123,16 +124,17 @@ package struct PostgresApplier: EventApplier {
         return IngestResult(outcomes: outcomes, pass: tally.pass, queued: tally.queued)
     }
 
-    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
+    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard;
+    /// `receivedAt` (Unix ms) stamps what the delivery queues (a refund request).
     func applyToLedger(
-        _ decoded: DecodedDelivery, eventID: String, account: String, livemode: Bool, connection: PostgresConnection
+        _ decoded: DecodedDelivery, eventID: String, account: String, livemode: Bool, receivedAt: Int64, connection: PostgresConnection
     ) async throws -> ApplyEffect {
         switch decoded {
         case .snapshot(let snapshot):
             return try await PostgresLedgerWriter.apply(snapshot, account: account, livemode: livemode, connection: connection, logger: logger)
         case .appStore(let delivery):
             return try await PostgresAppStoreWriter.apply(
-                delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID,
+                delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID, receivedAt: receivedAt,
                 connection: connection, logger: logger)
         case .refundSnapshot(let refund):
             return try await PostgresLedgerWriter.applyRefund(refund, account: account, livemode: livemode, connection: connection, logger: logger)
@@ -221,7 +223,8 @@ package struct PostgresApplier: EventApplier {
                 do {
                     if isolated { try await connection.query("SAVEPOINT event", logger: logger) }
                     let effect = try await applyToLedger(
-                        outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, connection: connection)
+                        outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, receivedAt: now,
+                        connection: connection)
                     if isolated { try await connection.query("RELEASE SAVEPOINT event", logger: logger) }
                     try await PostgresInbox.recordDone(
                         seq: event.seq, status: .applied, effect: effect, at: now, connection: connection, logger: logger)

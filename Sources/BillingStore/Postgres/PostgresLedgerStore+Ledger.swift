@@ -39,6 +39,9 @@ extension PostgresLedgerStore: LedgerStore {
         PostgresAppStore(client: client, logger: logger, outbox: outboxPolicy)
     }
 
+    /// Refund requests, their answers and consent, shared by the replicas' responders.
+    public var appStoreConsumption: any AppStoreConsumptionStore { PostgresAppStoreConsumption(client: client, logger: logger) }
+
     /// Events for the app's backend and the last view announced per user, shared by the replicas' senders.
     public var outbox: any OutboxStore { PostgresOutbox(client: client, logger: logger, policy: outboxPolicy) }
 

@@ -39,6 +39,7 @@ package enum PostgresMigrations {
         PostgresGrants.migration,
         PostgresTimeline.migration,
         PostgresMetricsIndex.migration,
+        PostgresAppStoreConsumption.migration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

@@ -64,7 +64,7 @@ extension SQLiteAppStore: AppStoreReconciliationStore {
                 switch try SQLiteInbox.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
                     let effect = try SQLiteAppStoreWriter.apply(
-                        .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, db: db)
+                        .server(snapshot), environment: environment.rawValue, sourceID: snapshot.eventID, receivedAt: receivedAt, db: db)
                     try SQLiteInbox.recordApplied(seq: seq, effect: effect, at: receivedAt, db: db)
                     if effect != .stale { touches.add(.server(snapshot), environment: environment.rawValue) }
                     effects.append(effect)

@@ -34,7 +34,8 @@ public struct SQLiteAppStore: AppStoreLedgerStore {
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 switch try SQLiteInbox.insert([delivery], status: .applied, db: db)[0] {
                 case .stored(let seq):
-                    let effect = try SQLiteAppStoreWriter.apply(.app(report), environment: environment, sourceID: report.eventID, db: db)
+                    let effect = try SQLiteAppStoreWriter.apply(
+                        .app(report), environment: environment, sourceID: report.eventID, receivedAt: now, db: db)
                     try SQLiteInbox.recordApplied(seq: seq, effect: effect, at: now, db: db)
                     touches.add(.app(report), environment: environment)
                     outcomes.append(.recorded(originalTransactionID: original, duplicate: false))

@@ -6,8 +6,11 @@ import GRDB
 /// ``AppStoreVersion``: every method runs inside the caller's transaction, and each rule is a
 /// maximum over what was received, so the ledger does not depend on the order of delivery.
 enum SQLiteAppStoreWriter {
-    /// Applies one delivery; `sourceID` is its inbox event id (the tie-breaker of equal dates).
-    static func apply(_ delivery: AppStoreDelivery, environment: String, sourceID: String, db: Database) throws -> ApplyEffect {
+    /// Applies one delivery; `sourceID` is its inbox event id (the tie-breaker of equal dates),
+    /// `receivedAt` (Unix ms) when it is applied.
+    static func apply(
+        _ delivery: AppStoreDelivery, environment: String, sourceID: String, receivedAt: Int64, db: Database
+    ) throws -> ApplyEffect {
         guard let plan = AppStoreApplyPlan(delivery) else { return .recorded }
         let original = plan.originalTransactionID
         var changed = false
@@ -25,6 +28,9 @@ enum SQLiteAppStoreWriter {
                 _ = try tie(environment: environment, original: original, user: user, rule: rule, sourceID: sourceID, db: db)
             case .tieByAccountToken:
                 try tieByAccountToken(environment: environment, original: original, db: db)
+            case .consumptionRequest(let notification, let transaction):
+                try SQLiteAppStoreConsumption.insert(
+                    notification, transaction: transaction, environment: environment, receivedAt: receivedAt, db: db)
             }
         }
         return AppStoreApplyPlan.effect(changed: changed)

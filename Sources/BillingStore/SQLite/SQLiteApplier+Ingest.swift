@@ -50,7 +50,8 @@ extension SQLiteApplier {
                 status = .ignored
             case .write:
                 let account = envelope.account ?? ""
-                let applied = try Self.applyToLedger(prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, db: db)
+                let applied = try Self.applyToLedger(
+                    prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, receivedAt: delivery.receivedAt, db: db)
                 tally.written(applied, prepared.decoded, account: account, livemode: envelope.livemode)
                 (status, effect) = (.applied, applied)
             }

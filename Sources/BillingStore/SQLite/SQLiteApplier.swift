@@ -59,8 +59,11 @@ public struct SQLiteApplier: EventApplier {
         try await SQLiteInbox(database: database).due(now: now, after: seq, limit: configuration.batchSize)
     }
 
-    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard.
-    static func applyToLedger(_ decoded: DecodedDelivery, eventID: String, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
+    /// Writes a decoded snapshot or App Store delivery to the ledger under its version guard;
+    /// `receivedAt` (Unix ms) stamps what the delivery queues (a refund request).
+    static func applyToLedger(
+        _ decoded: DecodedDelivery, eventID: String, account: String, livemode: Bool, receivedAt: Int64, db: Database
+    ) throws -> ApplyEffect {
         switch decoded {
         case .snapshot(let snapshot):
             let effect = try SQLiteLedgerWriter.apply(snapshot, account: account, livemode: livemode, db: db)
@@ -68,7 +71,7 @@ public struct SQLiteApplier: EventApplier {
             return effect
         case .appStore(let delivery):
             return try SQLiteAppStoreWriter.apply(
-                delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID, db: db)
+                delivery, environment: AppStoreDelivery.environment(inboxAccount: account), sourceID: eventID, receivedAt: receivedAt, db: db)
         case .refundSnapshot(let refund):
             return try SQLiteLedgerWriter.applyRefund(refund, account: account, livemode: livemode, db: db)
         case .recordOnly, .refund:
@@ -92,11 +95,13 @@ public struct SQLiteApplier: EventApplier {
                     var effect = ApplyEffect.unchanged
                     if isolated {
                         try db.inSavepoint {
-                            effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
+                            effect = try Self.applyToLedger(
+                                outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, receivedAt: now, db: db)
                             return .commit
                         }
                     } else {
-                        effect = try Self.applyToLedger(outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, db: db)
+                        effect = try Self.applyToLedger(
+                                outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, receivedAt: now, db: db)
                     }
                     try SQLiteInbox.recordDone(seq: event.seq, status: .applied, effect: effect, at: now, db: db)
                     tally.written(effect, outcome, account: event.account, livemode: event.livemode)

@@ -20,6 +20,7 @@ public struct SQLiteLedgerStore: LedgerStore {
     public var usageReports: any UsageReportStore { SQLiteUsage(database: database) }
     public var appStore: any AppStoreLedgerStore { SQLiteAppStore(database: database) }
     public var appStoreReconciliation: any AppStoreReconciliationStore { SQLiteAppStore(database: database) }
+    public var appStoreConsumption: any AppStoreConsumptionStore { SQLiteAppStoreConsumption(database: database) }
     public var invoiceExports: any InvoiceExportStore { SQLiteInvoiceExporter(database: database) }
     public var outbox: any OutboxStore { SQLiteOutbox(database: database) }
     public var metrics: any MetricsFactStore { SQLiteMetricsFacts(database: database) }

@@ -56,6 +56,7 @@ enum SQLiteMigrations {
         registerGrantMigrations(&migrator)
         registerTimelineMigrations(&migrator)
         registerMetricsIndexMigrations(&migrator)
+        registerConsumptionMigrations(&migrator)
         return migrator
     }
 }

@@ -81,6 +81,22 @@ struct ApplyPlanTests {
         #expect(plan.steps.filter(\.isMerge).count == 3)
     }
 
+    @Test("A CONSUMPTION_REQUEST queues its refund request after the ties, so the request names the owner they leave; other types queue none")
+    func consumptionRequestPlan() throws {
+        let request = try AppStoreNotification(
+            json: Array(#"{"notificationUUID":"u-3","notificationType":"CONSUMPTION_REQUEST","signedDate":1700000000000,"data":{"environment":"Sandbox","consumptionRequestReason":"UNINTENDED_PURCHASE"}}"#.utf8),
+            transaction: Self.transactionJSON, renewalInfo: nil)
+        #expect(request.consumptionRequestReason == "UNINTENDED_PURCHASE")
+        let plan = try #require(AppStoreApplyPlan(.notification(request)))
+        #expect(plan.steps.map(Self.name) == ["transaction", "notification", "refreshSubscription", "tieByAccountToken", "consumptionRequest(2000000000000002)"])
+        #expect(plan.steps.filter(\.isMerge).count == 2)
+
+        let refund = try AppStoreNotification(
+            json: Array(#"{"notificationUUID":"u-4","notificationType":"REFUND","signedDate":1700000000000,"data":{"environment":"Sandbox"}}"#.utf8),
+            transaction: Self.transactionJSON, renewalInfo: nil)
+        #expect(try #require(AppStoreApplyPlan(.notification(refund))).steps.map(Self.name).contains { $0.hasPrefix("consumptionRequest") } == false)
+    }
+
     @Test("A transaction the app forwarded is tied to its user under the ownership rule; the API's snapshot by token")
     func appStoreReportPlans() throws {
         let transaction = try AppStoreTransaction(json: Self.transactionJSON)
@@ -118,6 +134,7 @@ struct ApplyPlanTests {
         case .refreshSubscription: "refreshSubscription"
         case .tie(let user, let rule): "tie(\(user), \(rule))"
         case .tieByAccountToken: "tieByAccountToken"
+        case .consumptionRequest(_, let transaction): "consumptionRequest(\(transaction.transactionID))"
         }
     }
 }

@@ -47,6 +47,15 @@ struct PostgresCopyTests {
         _ = try await store.grants.create(
             GrantRequest(tier: "pro", expiresAt: 1_768_000_000, reason: "copied", createdBy: "console:ops", idempotencyKey: "g1", fingerprint: "f"),
             for: "user_a", in: .test, now: 1_767_225_600)
+        // A refund request with its answer, and a consent: neither is derived from the inbox's ledger rules alone.
+        let request = AppStoreFactory.notification(
+            "CONSUMPTION_REQUEST", original: "7000", transaction: "7001", purchase: AppStoreFactory.t0, expires: AppStoreFactory.t0 + AppStoreFactory.day,
+            signed: AppStoreFactory.t0)
+        _ = try await SQLiteInbox(database: ledger.database).insert([try AppStoreFactory.delivery(request)])
+        try await SQLiteApplier(database: ledger.database, configuration: .init(firstRetryDelay: .zero)).drain()
+        try await store.appStoreConsumption.record(
+            .sent(appleStatus: 202), environment: "Sandbox", notificationUUID: try AppStoreNotification(storedBody: request).notificationUUID, at: 1)
+        _ = try await store.appStoreConsumption.setConsent(of: "user_a", consented: true, now: 1_767_225_600)
         return ledger
     }
 
@@ -60,7 +69,8 @@ struct PostgresCopyTests {
             let counts = Dictionary(uniqueKeysWithValues: report.tables.map { ($0.table, $0.target) })
             let expected = try await ledger.database.writer.read { db in
                 try ["inboxEvent", "inboxBody", "customer", "subscription", "invoice", "invoiceLine", "userLink", "usageRecord",
-                     "usageTotal", "reconcileRun", "lease", "meta", "promotionalGrant"].map { ($0.lowercased(), try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)")!) }
+                     "usageTotal", "reconcileRun", "lease", "meta", "promotionalGrant", "appStoreConsumptionRequest",
+                     "appStoreConsumptionConsent"].map { ($0.lowercased(), try Int.fetchOne(db, sql: "SELECT count(*) FROM \($0)")!) }
             }
             for (table, rows) in expected {
                 #expect(rows > 0, "the source's \(table) has rows")
@@ -83,6 +93,10 @@ struct PostgresCopyTests {
             #expect(try await store.reconcileRuns.latest(mode: "full").completed?.objects == 3)
             #expect(try await store.grants.grants(of: "user_a", in: .test) == (try await SQLiteLedgerStore(database: ledger.database).grants.grants(of: "user_a", in: .test)),
                 "grants are copied")
+            #expect(try await store.appStoreConsumption.requests(status: nil, limit: 10)
+                == (try await SQLiteLedgerStore(database: ledger.database).appStoreConsumption.requests(status: nil, limit: 10)),
+                "refund requests are copied with their answers")
+            #expect(try await store.appStoreConsumption.consent(of: "user_a")?.consented == true, "consent is copied")
 
             let again = await #expect(throws: PostgresLedgerCopy.Failure.self) {
                 try await PostgresLedgerCopy.copy(from: ledger.database, to: store)

@@ -3,7 +3,8 @@ import BillingCore
 /// The statements one App Store delivery comes to, in order, written once for both backends'
 /// writers (``SQLiteAppStoreWriter``, ``PostgresAppStoreWriter``): which snapshots are merged
 /// under BillingCore's ``AppStoreVersion`` rules, then the purchase's subscription row brought up
-/// to date and its owner tied. The delivery changed the ledger if a merge did.
+/// to date and its owner tied, and, for a `CONSUMPTION_REQUEST`, the refund request the responder
+/// answers. The delivery changed the ledger if a merge did.
 struct AppStoreApplyPlan: Sendable {
     enum Step: Sendable {
         /// Merge a transaction snapshot; `reversal` for a `REFUND_REVERSED` notification.
@@ -18,12 +19,15 @@ struct AppStoreApplyPlan: Sendable {
         case tie(user: String, rule: AppStoreOwnershipRule)
         /// Tie the purchase to the user its appAccountToken names, if any.
         case tieByAccountToken
+        /// Record a refund request about `transaction` for the responder, once per notification,
+        /// with the owner the ties above leave.
+        case consumptionRequest(AppStoreNotification, transaction: AppStoreTransaction)
 
         /// Whether the step's change counts as the delivery's (ties and refreshes follow merges).
         var isMerge: Bool {
             switch self {
             case .transaction, .renewal, .notification: true
-            case .refreshSubscription, .tie, .tieByAccountToken: false
+            case .refreshSubscription, .tie, .tieByAccountToken, .consumptionRequest: false
             }
         }
     }
@@ -45,6 +49,9 @@ struct AppStoreApplyPlan: Sendable {
             }
             if let renewal = notification.renewalInfo { steps.append(.renewal(renewal)) }
             steps += [.notification(notification), .refreshSubscription, .tieByAccountToken]
+            if notification.notificationType == .consumptionRequest, let transaction = notification.transaction {
+                steps.append(.consumptionRequest(notification, transaction: transaction))
+            }
         case .app(let report):
             steps = [.transaction(report.transaction, reversal: false), .refreshSubscription, .tie(user: report.user, rule: report.ownership)]
         case .server(let snapshot):

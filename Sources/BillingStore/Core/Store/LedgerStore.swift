@@ -23,6 +23,8 @@ public protocol LedgerStore: Sendable {
     var appStore: any AppStoreLedgerStore { get }
     /// The ledger side of App Store reconcile.
     var appStoreReconciliation: any AppStoreReconciliationStore { get }
+    /// Apple's refund requests, billingd's answers, and each user's consent to share consumption data.
+    var appStoreConsumption: any AppStoreConsumptionStore { get }
     /// Invoice exports, whole or streamed.
     var invoiceExports: any InvoiceExportStore { get }
     /// Events for the app's backend and the last view announced per user.

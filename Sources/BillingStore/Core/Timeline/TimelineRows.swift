@@ -74,6 +74,7 @@ package enum TimelineRows {
         // App Store purchases belong to the platform account, as the service API's views hold them.
         if scope.account.isEmpty {
             sources.append(Source(sql: appStoreEventsSQL(livemode: scope.livemode), arguments: [.text(user)], scale: 1, item: appStoreEvent))
+            sources.append(Source(sql: consumptionRequestsSQL(livemode: scope.livemode), arguments: [.text(user)], scale: 1000, item: consumptionRequest))
         }
         return sources
     }
@@ -119,6 +120,18 @@ package enum TimelineRows {
         WHERE o.appUserID = ? AND \(livemode ? "o.environment = 'Production'" : "o.environment <> 'Production'")
             AND i.created >= ? AND i.created < ?
         ORDER BY i.created DESC, i.seq DESC LIMIT ?
+        """
+    }
+
+    /// Apple's refund requests about the user's purchases in the mode's environments, and what
+    /// billingd answered (`appStoreConsumptionRequest_user`).
+    static func consumptionRequestsSQL(livemode: Bool) -> String {
+        """
+        SELECT signedDate, notificationUUID, transactionID, status, body, lastError, reason, attempts, appleStatus, sentAt
+        FROM appStoreConsumptionRequest
+        WHERE appUserID = ? AND \(livemode ? "environment = 'Production'" : "environment <> 'Production'")
+            AND signedDate >= ? AND signedDate < ?
+        ORDER BY signedDate DESC, notificationUUID DESC LIMIT ?
         """
     }
 
@@ -206,6 +219,35 @@ package enum TimelineRows {
                 kind: .appStoreNotification, at: at, source: "app_store", summary: "\(type)\(subtype) for original transaction \(original)\(note)",
                 ref: id, tiebreak: padded(seq))
         }
+    }
+
+    @Sendable static func consumptionRequest(_ row: any LedgerColumnReading) -> TimelineItem? {
+        guard let signedDate = row.int64(0), let uuid = row.string(1), let transaction = row.string(2) else { return nil }
+        let reason = row.string(6).map { " (\($0))" } ?? ""
+        let attempts = row.int64(7) ?? 0
+        let tries = attempts == 1 ? "1 attempt" : "\(attempts) attempts"
+        let error = short(row.string(5) ?? "no error kept")
+        let answer = row.string(4).flatMap { ConsumptionInformation(json: Array($0.utf8)) }
+        let outcome: String
+        switch row.string(3).flatMap(AppStoreConsumptionStatus.init(rawValue:)) {
+        case .sent:
+            let when = row.int64(9).map { " at \(UTCTimestamp.string($0 / 1000))" } ?? ""
+            outcome = "answered Apple\(when): \(answer?.summary ?? "answer not kept")"
+        case .pending:
+            outcome = attempts == 0 ? "waiting to be answered" : "not answered yet after \(tries), retrying: \(error)"
+        case .noConsent:
+            outcome = "not answered: the user had not consented to share consumption data with Apple"
+        case .expired:
+            outcome = "not answered within Apple's 12 hours" + (attempts > 0 ? " (\(tries), the last: \(error))" : "")
+        case .failed:
+            let status = row.int64(8).map { "HTTP \($0) " } ?? ""
+            outcome = "Apple refused the answer (\(status)\(error)): \(answer?.summary ?? "answer not kept")"
+        case nil:
+            outcome = row.string(3) ?? "unknown"
+        }
+        return TimelineItem(
+            kind: .appStoreConsumptionRequest, at: signedDate / 1000, source: "app_store",
+            summary: "Refund request\(reason) for transaction \(transaction): \(outcome)", ref: uuid, tiebreak: "consumption \(uuid)")
     }
 
     @Sendable static func subscriptionRepair(_ row: any LedgerColumnReading) -> TimelineItem? {

@@ -57,6 +57,7 @@ public enum TimelineKind: String, Sendable, CaseIterable {
     case stripeEvent = "stripe.event"
     case appStoreNotification = "appstore.notification"
     case appStoreTransaction = "appstore.transaction"
+    case appStoreConsumptionRequest = "appstore.consumption_request"
     case reconcileRepair = "reconcile.repair"
     case grantCreated = "grant.created"
     case grantRevoked = "grant.revoked"
@@ -67,12 +68,13 @@ public enum TimelineKind: String, Sendable, CaseIterable {
     case entitlementChanged = "entitlement.changed"
 
     /// Within one second, higher ranks come first: the access that resulted, then its
-    /// announcement, then the grant or store event that caused it, then usage.
+    /// announcement, then the grant or store event that caused it (a refund request before the
+    /// notification that brought it), then usage.
     var rank: Int {
         switch self {
         case .entitlementChanged: 9
         case .outboxDelivery: 8
-        case .grantCreated, .grantRevoked, .grantExpired: 5
+        case .grantCreated, .grantRevoked, .grantExpired, .appStoreConsumptionRequest: 5
         case .stripeEvent, .appStoreNotification, .appStoreTransaction, .reconcileRepair: 4
         case .usagePeriodReset, .usageLimitHit: 3
         }
