@@ -231,10 +231,14 @@ private final class CurlWorker {
             setup.check(billingd_curl_setopt_long(handle, CURLOPT_HTTPGET, 1))
         case .post:
             setup.check(billingd_curl_setopt_long(handle, CURLOPT_POST, 1))
+        case .put:
+            // The body goes as POSTFIELDS below, under the PUT verb (curl's UPLOAD would read it
+            // from a callback instead).
+            setup.check(billingd_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, "PUT"))
         case .delete:
             setup.check(billingd_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, "DELETE"))
         }
-        let sendsBody = request.method == .post || !request.body.isEmpty
+        let sendsBody = request.method == .post || request.method == .put || !request.body.isEmpty
         if sendsBody {
             // COPYPOSTFIELDS copies the bytes now, so no pointer outlives this call's buffer.
             setup.check(billingd_curl_setopt_off_t(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)))

@@ -2,6 +2,7 @@
 public enum HTTPTransportMethod: String, Sendable {
     case get = "GET"
     case post = "POST"
+    case put = "PUT"
     case delete = "DELETE"
 }
 

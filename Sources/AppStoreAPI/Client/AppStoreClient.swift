@@ -50,6 +50,14 @@ public final class AppStoreClient: Sendable {
         _ method: HTTPTransportMethod, path: String, route: String, query: String = "", json body: [UInt8] = [],
         priority: RequestPriority
     ) async throws(AppStoreAPIError) -> [UInt8] {
+        try await exchange(method, path: path, route: route, query: query, json: body, priority: priority).body
+    }
+
+    /// ``send(_:path:route:query:json:priority:)``, answering the 2xx status with the body.
+    package func exchange(
+        _ method: HTTPTransportMethod, path: String, route: String, query: String = "", json body: [UInt8] = [],
+        priority: RequestPriority
+    ) async throws(AppStoreAPIError) -> (status: Int, body: [UInt8]) {
         let url = String(configuration.trimmedBaseURL) + path + (query.isEmpty ? "" : "?\(query)")
         let maxAttempts = 1 + configuration.maxRetries
         var attempt = 0
@@ -70,7 +78,7 @@ public final class AppStoreClient: Sendable {
             var headers: [(name: String, value: String)] = [
                 ("Authorization", "Bearer \(token)"), ("Accept", "application/json"), ("User-Agent", configuration.userAgent),
             ]
-            if method == .post { headers.append(("Content-Type", "application/json")) }
+            if method == .post || method == .put { headers.append(("Content-Type", "application/json")) }
             let request = HTTPTransportRequest(
                 method: method, url: url, headers: headers, body: body, connectTimeout: configuration.connectTimeout,
                 timeout: configuration.requestTimeout)
@@ -89,7 +97,7 @@ public final class AppStoreClient: Sendable {
             var retry = false
             switch outcome {
             case .success(let answer) where (200..<300).contains(answer.status):
-                return answer.body
+                return (answer.status, answer.body)
             case .success(let answer):
                 let (code, message) = AppStoreAPIError.Body.read(answer)
                 retryAfter = answer.headers["retry-after"].flatMap(RetryBackoff.retryAfter)

@@ -94,6 +94,25 @@ extension AppStoreClient {
         return AppStoreOrderLookup(isValid: answer.status == 0, transactions: transactions)
     }
 
+    // MARK: - Refund requests
+
+    /// Send Consumption Information (v2): billingd's answer to a `CONSUMPTION_REQUEST` about
+    /// `transactionID`. Apple answers 202 with no body; the status is returned. Retried on
+    /// network errors, 429 and 5xx like every call; a 400 names the member Apple refused
+    /// (`errorCode` 4000035 customerConsented, 4000036 deliveryStatus, 4000041
+    /// sampleContentProvided, 4000044 refundPreference, 4000209 a percentage for an
+    /// auto-renewable subscription).
+    @discardableResult
+    public func sendConsumptionInformation(
+        transactionID: String, body: ConsumptionInformation, priority: RequestPriority = .interactive
+    ) async throws(AppStoreAPIError) -> Int {
+        let route = "/inApps/v2/transactions/consumption/{transactionId}"
+        let id = try Self.transactionSegment(transactionID, route: route)
+        return try await exchange(
+            .put, path: "/inApps/v2/transactions/consumption/\(id)", route: route, json: body.json(), priority: priority
+        ).status
+    }
+
     // MARK: - Notifications
 
     /// Get Notification History, one page: notifications Apple sent (or tried to) between the

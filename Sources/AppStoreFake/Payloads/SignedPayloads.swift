@@ -58,6 +58,7 @@ struct NotificationPayload: Encodable, Sendable {
         var signedTransactionInfo: String?
         var signedRenewalInfo: String?
         var status: Int?
+        var consumptionRequestReason: String?
     }
 
     var notificationType: String
@@ -97,7 +98,7 @@ struct PayloadSigner: Sendable {
                 appAppleId: appAppleID, bundleId: bundleID, bundleVersion: "1.0", environment: environment.rawValue,
                 signedTransactionInfo: record.transaction.map { sign($0) },
                 signedRenewalInfo: record.renewalInfo.map { sign($0) },
-                status: record.status)
+                status: record.status, consumptionRequestReason: record.consumptionRequestReason)
         }
         return sign(
             NotificationPayload(

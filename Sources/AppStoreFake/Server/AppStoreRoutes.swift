@@ -64,6 +64,11 @@ enum AppStoreRoutes {
             WireJSON.response(await store.lookUpOrder(try context.parameters.require("orderId")))
         }
 
+        inApps.put("v2/transactions/consumption/:transactionId") { _, context in
+            try await store.sendConsumptionInformation(try context.parameters.require("transactionId"), body: context.body)
+            return Response(status: .accepted)
+        }
+
         inApps.get("v2/refund/lookup/:transactionId") { request, context in
             let id = try context.parameters.require("transactionId")
             return WireJSON.response(try await store.refundHistory(id, revision: request.uri.queryParameters.get("revision")))

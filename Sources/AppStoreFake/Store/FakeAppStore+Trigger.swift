@@ -22,7 +22,8 @@ extension FakeAppStore {
             let subtype: String?
         }
 
-        /// The purchase acted on (for `ONE_TIME_CHARGE`, the new purchase's transaction id).
+        /// The purchase acted on (for `ONE_TIME_CHARGE`, the new purchase's transaction id; for
+        /// `CONSUMPTION_REQUEST`, the transaction whose refund is asked).
         let originalTransactionId: String
         let transactionId: String?
         /// For a purchase (`SUBSCRIBED`, `ONE_TIME_CHARGE`), the new transaction as the buyer's
@@ -36,7 +37,7 @@ extension FakeAppStore {
     static let triggerable = [
         "SUBSCRIBED (INITIAL_BUY, RESUBSCRIBE)", "DID_RENEW (none, BILLING_RECOVERY)", "DID_FAIL_TO_RENEW (none, GRACE_PERIOD)",
         "GRACE_PERIOD_EXPIRED", "DID_CHANGE_RENEWAL_STATUS (AUTO_RENEW_ENABLED, AUTO_RENEW_DISABLED)",
-        "EXPIRED (VOLUNTARY, BILLING_RETRY)", "REFUND", "ONE_TIME_CHARGE",
+        "EXPIRED (VOLUNTARY, BILLING_RETRY)", "REFUND", "ONE_TIME_CHARGE", "CONSUMPTION_REQUEST",
     ]
 
     func trigger(_ request: TriggerRequest) throws(AppStoreFake.APIError) -> TriggerResult {
@@ -133,6 +134,14 @@ extension FakeAppStore {
                     subscription = try current(subscription)
                 }
                 acted = (subscription.originalTransactionID, nil)
+            case ("CONSUMPTION_REQUEST", nil):
+                // The customer asks for a refund of their latest purchase of the product.
+                guard let transaction = latestTransaction(appAccountToken: request.appAccountToken, productID: product) else {
+                    throw AppStoreFake.APIError.cannotTrigger(
+                        "No purchase of \(product) for this buyer at the local App Store: trigger SUBSCRIBED or ONE_TIME_CHARGE first.")
+                }
+                try requestConsumption(transaction.transactionID, reason: "UNINTENDED_PURCHASE")
+                acted = (transaction.originalTransactionID, transaction.transactionID)
             case ("REFUND", nil):
                 let subscription = try requireFound()
                 try refund(subscription.latestTransactionID, reason: 0)

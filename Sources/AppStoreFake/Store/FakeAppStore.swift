@@ -40,6 +40,8 @@ actor FakeAppStore {
     var recorded: [AppStoreFake.RecordedRequest]?
     static let recordedLimit = 200_000
     var faults: [ArmedFault] = []
+    /// Send Consumption Information calls answered 202, oldest first.
+    var consumptionAnswers: [AppStoreFake.ConsumptionAnswer] = []
     var refusedTokens: [AppStoreFake.TokenRefusal] = []
     var acceptedTokens = 0
 
@@ -159,14 +161,14 @@ actor FakeAppStore {
     @discardableResult
     func notify(
         _ type: String, subtype: String? = nil, transaction: TransactionRecord?, subscription: SubscriptionRecord?,
-        at date: Int64
+        at date: Int64, consumptionRequestReason: String? = nil
     ) -> String {
         let record = NotificationRecord(
             uuid: ids.uuid(), type: type, subtype: subtype, signedDate: date,
             customer: transaction?.customer ?? subscription?.customer,
             transaction: transaction.map { transactionPayload($0, signedDate: date) },
             renewalInfo: subscription.map { renewalInfoPayload($0, signedDate: date) },
-            status: subscription?.phase.status.rawValue)
+            status: subscription?.phase.status.rawValue, consumptionRequestReason: consumptionRequestReason)
         append(record)
         return record.uuid
     }

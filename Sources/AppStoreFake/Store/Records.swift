@@ -108,6 +108,8 @@ struct NotificationRecord: Sendable {
     let transaction: TransactionPayload?
     let renewalInfo: RenewalInfoPayload?
     let status: Int?
+    /// `data.consumptionRequestReason`, for a `CONSUMPTION_REQUEST`.
+    var consumptionRequestReason: String? = nil
     /// Signed on first use and kept, so that every read serves the same text.
     var signedPayload: String?
     var sendAttempts: [AppStoreFake.SendAttempt] = []

@@ -48,6 +48,23 @@ extension AppStoreFake {
         public static let invalidRevoked = bad(4_000_030, "Invalid request. The revoked parameter is invalid.")
         public static let invalidStatus = bad(4_000_031, "Invalid request. The status parameter is invalid.")
 
+        // Send Consumption Information's refusals, with the codes and messages Apple documents.
+        public static let invalidCustomerConsented = bad(
+            4_000_035, "Invalid request. The customer consented field is required and must indicate the customer consented.")
+        public static let invalidDeliveryStatus = bad(4_000_036, "Invalid request. The delivery status field is invalid.")
+        public static let invalidSampleContentProvided = bad(4_000_041, "Invalid request. The sample content provided field is invalid.")
+        public static let invalidRefundPreference = bad(4_000_044, "Invalid request. The refund preference field is invalid.")
+        public static let consumptionPercentageAutoRenewableSubscription = bad(
+            4_000_209, "Invalid request. The consumption percentage field is not supported for auto-renewable subscription transactions.")
+        /// `ConsumptionPercentageOutOfRangeError`: Apple's pages checked (2026-11) name it but do
+        /// not give its number, so the fake answers it as a general bad request that names it.
+        public static let consumptionPercentageOutOfRange = bad(
+            4_000_000, "Invalid request. ConsumptionPercentageOutOfRangeError: the consumption percentage is outside the valid range.")
+        /// `UndeliveredConsumptionPercentageNonZeroError`, numbered as ``consumptionPercentageOutOfRange``.
+        public static let undeliveredConsumptionPercentageNonZero = bad(
+            4_000_000,
+            "Invalid request. UndeliveredConsumptionPercentageNonZeroError: the consumption percentage must be zero for the provided delivery status.")
+
         public static let accountNotFound = notFound(4_040_001, "Account not found.")
         public static let accountNotFoundRetryable = notFound(4_040_002, "Account not found. Please try again.")
         public static let appNotFound = notFound(4_040_003, "App not found.")
