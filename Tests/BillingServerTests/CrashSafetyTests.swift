@@ -1,6 +1,9 @@
+import AppStoreFake
 import BillingCore
+import BillingSamples
 import BillingTestSupport
 import BillingStore
+import Crypto
 import Foundation
 import Synchronization
 import Testing
@@ -146,6 +149,71 @@ struct CrashSafetyTests {
         defer { again.stop() }
         #expect(try await HTTP.deliver(eventBody(id: "evt_after_restart_\(round)"), port: again.port) == 200)
         #expect(try await HTTP.request("http://127.0.0.1:\(again.port)/readyz", method: "GET").0 == 200)
+    }
+
+    @Test("kill -9 after a refund request is acknowledged and before it is answered: the restarted serve answers it, once")
+    func refundRequestSurvivesKillNine() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-consumption-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let databasePath = directory.appendingPathComponent("ledger.sqlite3").path
+        let key = P256.Signing.PrivateKey()
+        let fake = try await AppStoreFake.start(.init(
+            issuerID: FakeAppleHarness.issuerID, keyID: FakeAppleHarness.keyID, bundleID: AppStoreTestbed.bundleID, publicKey: key.publicKey,
+            environment: .sandbox, appAppleID: AppStoreTestbed.appAppleID))
+        let rootPath = directory.appendingPathComponent("root.der").path
+        try Data(fake.pki.rootDER).write(to: URL(fileURLWithPath: rootPath))
+        let keyPath = directory.appendingPathComponent("AuthKey.p8").path
+        #expect(FileManager.default.createFile(atPath: keyPath, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
+        let token = "tok_consumption_0123456789abcdef"
+        let appStore = [
+            "APPSTORE_BUNDLE_ID": AppStoreTestbed.bundleID, "APPSTORE_APP_APPLE_ID": String(AppStoreTestbed.appAppleID),
+            "APPSTORE_ENVIRONMENTS": "Sandbox", "APPSTORE_ROOT_CERTIFICATES": rootPath, "BILLINGD_API_TOKENS": token,
+        ]
+        let authorized = ["Authorization": "Bearer \(token)", "Content-Type": "application/json", "Connection": "close"]
+
+        // The first serve has no In-App Purchase key: it acknowledges and records requests, and answers none.
+        let first = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: appStore)
+        let base = "http://127.0.0.1:\(first.port)"
+        let (_, tokenBody) = try await HTTP.request("\(base)/v1/users/user_crash/appstore/account-token", method: "GET", headers: authorized)
+        let accountToken = try #require((try JSONSerialization.jsonObject(with: tokenBody) as? [String: Any])?["app_account_token"] as? String)
+        let consent = try await HTTP.request(
+            "\(base)/v1/users/user_crash/appstore/consumption-consent", method: "PUT", headers: authorized, body: Array(#"{"consented": true}"#.utf8))
+        #expect(consent.0 == 200)
+        let purchase = try await fake.subscribe(productID: "com.example.pro.monthly", appAccountToken: accountToken)
+        let uuid = try await fake.requestConsumption(transactionID: purchase.transactionID)
+        let notification = try #require(await fake.notificationHistory.first { $0.notificationUUID == uuid })
+        let body = Array(try JSONSerialization.data(withJSONObject: ["signedPayload": notification.signedPayload]))
+        let acknowledged = try await HTTP.request(
+            "\(base)/webhooks/appstore", method: "POST", headers: ["Content-Type": "application/json", "Connection": "close"], body: body)
+        #expect(acknowledged.0 == 200)
+        await first.kill(signal: SIGKILL)
+
+        let pending = try await SQLiteLedgerStore(database: try SQLiteDatabase.open(path: databasePath)).appStoreConsumption.requests(status: nil, limit: 10)
+        #expect(pending.map(\.notificationUUID) == [uuid] && pending.first?.status == .pending && pending.first?.attempts == 0)
+        #expect(await fake.consumptionAnswers.isEmpty)
+
+        // Restarted with the key: the responder finds the request and answers it.
+        var answering = appStore
+        answering["APPSTORE_ISSUER_ID"] = FakeAppleHarness.issuerID
+        answering["APPSTORE_KEY_ID"] = FakeAppleHarness.keyID
+        answering["APPSTORE_PRIVATE_KEY"] = keyPath
+        answering["APPSTORE_API_BASE"] = fake.baseURL
+        let second = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: answering)
+        var answers: [AppStoreFake.ConsumptionAnswer] = []
+        for _ in 0..<300 where answers.isEmpty {
+            answers = await fake.consumptionAnswers
+            if answers.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(answers.map(\.transactionID) == [purchase.transactionID])
+        #expect(answers.first?.deliveryStatus == "DELIVERED" && answers.first?.refundPreference == nil)
+        try await Task.sleep(for: .seconds(6))  // another of the responder's looks
+        #expect(await second.kill(signal: SIGTERM) == .exit(0))
+        #expect(await fake.consumptionAnswers.count == 1, "answered once")
+        #expect(await fake.requests(matching: .path("/inApps/v2/transactions/consumption", method: "PUT")).count == 1)
+        let sent = try await SQLiteLedgerStore(database: try SQLiteDatabase.open(path: databasePath)).appStoreConsumption.requests(status: nil, limit: 10)
+        #expect(sent.first?.status == .sent && sent.first?.attempts == 1 && sent.first?.appleStatus == 202)
+        await fake.stop()
     }
 
     @Test("SIGTERM shuts down cleanly with exit status 0")

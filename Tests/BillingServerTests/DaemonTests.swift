@@ -377,4 +377,49 @@ struct DaemonTests {
         #expect(stopped.status == 69, "\(stopped.stdout)")
         #expect(stopped.stderr.contains("local App Store fake") && stopped.stderr.contains("did not answer"), "\(stopped.stderr)")
     }
+
+    @Test(
+        "In local mode a refund request triggered through serve's App Store fake is answered through it once the user consented, and `appstore consumption list` shows the answer",
+        .needsBillingdBinary)
+    func refundRequestThroughLocalFake() async throws {
+        let ledger = try TemporaryLedger()
+        defer { ledger.remove() }
+        let (daemon, running, port) = try await startLocal(ledger, plans: "free-pro-enterprise.yaml")
+        #expect(daemon.startup["refund_requests"] == "answered (Sandbox; refund preference none)", "\(daemon.startup)")
+        let base = "http://127.0.0.1:\(port)"
+        let environment = ["BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path, "BILLINGD_PORT": "\(port)"]
+        let bought = try await billingd(
+            ["appstore", "trigger", "SUBSCRIBED", "--user", "user_refund", "--product", "com.example.pro.monthly"], environment: environment)
+        #expect(bought.status == 0, "\(bought.stderr)")
+
+        var consent = HTTPClientRequest(url: "\(base)/v1/users/user_refund/appstore/consumption-consent")
+        consent.method = .PUT
+        consent.headers.add(name: "Authorization", value: "Bearer \(Self.token)")
+        consent.headers.add(name: "Content-Type", value: "application/json")
+        consent.body = .bytes(ByteBuffer(string: #"{"consented": true}"#))
+        let consented = try await HTTPClient.shared.execute(consent, timeout: .seconds(30))
+        #expect(consented.status.code == 200)
+        _ = try await consented.body.collect(upTo: 1 << 16)
+
+        let asked = try await billingd(
+            ["appstore", "trigger", "CONSUMPTION_REQUEST", "--user", "user_refund", "--product", "com.example.pro.monthly"], environment: environment)
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stdout.contains("CONSUMPTION_REQUEST") && asked.stdout.contains("billingd appstore consumption list"), "\(asked.stdout)")
+
+        // The responder looks every 5 seconds.
+        var row: [String: Any] = [:]
+        for _ in 0..<60 where row["status"] as? String != "sent" {
+            let listed = try await billingd(["appstore", "consumption", "list", "--json"], environment: environment)
+            #expect(listed.status == 0, "\(listed.stderr)")
+            row = (try? JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])?.first ?? [:]
+            if row["status"] as? String != "sent" { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        #expect(row["status"] as? String == "sent" && row["user"] as? String == "user_refund" && row["apple_status"] as? Int == 202, "\(row)")
+        let body = try #require(row["body"] as? [String: Any])
+        #expect(body["customerConsented"] as? Bool == true && body["deliveryStatus"] as? String == "DELIVERED")
+        #expect(body["sampleContentProvided"] as? Bool == true && body["consumptionPercentage"] == nil && body["refundPreference"] == nil, "\(body)")
+
+        await daemon.shutdown()
+        try await running.value
+    }
 }

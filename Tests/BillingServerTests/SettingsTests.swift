@@ -1,3 +1,4 @@
+import BillingCore
 import BillingServer
 import Foundation
 import Testing
@@ -114,6 +115,23 @@ struct SettingsTests {
             #expect(throws: SettingsError.self) { try Settings.load(environment: ["BILLINGD_USAGE_REPORT_INTERVAL": bad], configFile: nil) }
         }
         #expect(Settings.helpTable.contains("BILLINGD_USAGE_REPORT_INTERVAL"))
+    }
+
+    @Test("APPSTORE_REFUND_PREFERENCE: none by default, each of Apple's preferences, and anything else refused naming the allowed values")
+    func refundPreference() throws {
+        #expect(try Settings.load(environment: [:], configFile: nil).appStore.refundPreference == .none)
+        for policy in AppStoreRefundPolicy.allCases {
+            let settings = try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": policy.rawValue], configFile: nil)
+            #expect(settings.appStore.refundPreference == policy)
+        }
+        #expect(try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": "GRANT_FULL"], configFile: nil).appStore.refundPreference == .grantFull)
+        for bad in ["prorated", "by_usage", "yes"] {
+            let error = #expect(throws: SettingsError.self) { try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": bad], configFile: nil) }
+            let message = error?.description ?? ""
+            #expect(message.contains("APPSTORE_REFUND_PREFERENCE"), "\(message)")
+            for allowed in ["none", "decline", "grant_full", "grant_prorated"] { #expect(message.contains(allowed), "\(message)") }
+        }
+        #expect(Settings.helpTable.contains("APPSTORE_REFUND_PREFERENCE"))
     }
 
     @Test("The key prefix says test or live mode")

@@ -11,8 +11,11 @@ import Foundation
 struct AppStore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "appstore",
-        abstract: "App Store tools: reconcile with the App Store Server API, look up orders and histories, test notifications, send samples in local mode.",
-        subcommands: [AppStoreReconcile.self, AppStoreLookup.self, AppStoreHistory.self, AppStoreTestNotification.self, AppStoreTrigger.self])
+        abstract: "App Store tools: reconcile with the App Store Server API, look up orders and histories, test notifications, refund requests, send samples in local mode.",
+        subcommands: [
+            AppStoreReconcile.self, AppStoreLookup.self, AppStoreHistory.self, AppStoreTestNotification.self, AppStoreConsumptionCommand.self,
+            AppStoreTrigger.self,
+        ])
 }
 
 /// `billingd appstore trigger`: sign a realistic App Store Server Notification V2 with local
@@ -30,6 +33,8 @@ struct AppStoreTrigger: AsyncParsableCommand {
               billingd appstore trigger EXPIRED --subtype VOLUNTARY --user user_42 --product com.example.pro.monthly
 
             With --user, the transaction carries the user's appAccountToken, so billingd ties it to that user as it would a real purchase made with `Product.purchase(options: [.appAccountToken(…)])`.
+
+            CONSUMPTION_REQUEST asks for a refund of the user's latest purchase of --product, as a customer does in the App Store; serve answers it through the fake when the user consented (PUT /v1/users/USER/appstore/consumption-consent), and `billingd appstore consumption list` shows the answer.
             """)
 
     @Argument(help: ArgumentHelp("The notification type, e.g. SUBSCRIBED, DID_RENEW, EXPIRED, REFUND.", valueName: "notification-type"))
@@ -143,6 +148,9 @@ struct AppStoreTrigger: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(100))
             }
             Swift.print("\(sent.label) \(sent.notificationUUID) → sent by serve's local App Store fake and stored (original transaction \(triggered.originalTransactionId))")
+        }
+        if notificationType == AppStoreNotificationType.consumptionRequest.rawValue {
+            Swift.print("serve answers the refund request if the user consented; `billingd appstore consumption list` shows what it answered.")
         }
         if let signed = triggered.signedTransaction {
             Swift.print("Transaction.jwsRepresentation, as the device holds it (the app forwards it to POST /v1/users/USER/appstore/transactions):")

@@ -17,6 +17,9 @@ import Logging
 ///   transactions are recorded for the user — only if Apple signed the receipt; an unverified
 ///   one restores only purchases already the user's; answers like a restore.
 /// - `GET /v1/users/{user}/appstore/account-token`: the user's `appAccountToken`.
+/// - `PUT /v1/users/{user}/appstore/consumption-consent` `{"consented": bool}` and `GET` of it:
+///   whether the user agreed to share consumption data with Apple when they ask Apple for a
+///   refund; billingd answers Apple's refund requests only for users who did.
 /// - the offer signatures of ``AppStoreOfferController``.
 public struct AppStoreController: Sendable {
     /// What the endpoints need besides the ledger.
@@ -57,12 +60,14 @@ public struct AppStoreController: Sendable {
 
     let ledger: any AppStoreLedgerStore
     let users: any UserLedgerStore
+    let consumption: any AppStoreConsumptionStore
     let configuration: Configuration
     let offers: AppStoreOfferController
 
     public init(store: any LedgerStore, configuration: Configuration) {
         ledger = store.appStore
         users = store.users
+        consumption = store.appStoreConsumption
         self.configuration = configuration
         offers = AppStoreOfferController(store: store, configuration: configuration)
     }
@@ -108,6 +113,31 @@ public struct AppStoreController: Sendable {
             json.endObject()
             return UserJSONResponse.response(json.bytes)
         }
+        router.put("users/:user/appstore/consumption-consent") { request, context in
+            let user = try UserRequest(request, context: context, scope: configuration.users.scope)
+            let body = try await Body(request, members: ["consented"])
+            let consented = try body.boolean(
+                "consented",
+                hint: "true when the user agreed to share consumption data with Apple for their refund requests, false when they declined or withdrew")
+            let consent = try await consumption.setConsent(
+                of: user.user, consented: consented, now: Int64(configuration.users.now().timeIntervalSince1970))
+            context.logger.info("consumption consent recorded", metadata: ["consented": "\(consented)"])
+            return Self.consentResponse(consent)
+        }
+        router.get("users/:user/appstore/consumption-consent") { request, context in
+            let user = try UserRequest(request, context: context, scope: configuration.users.scope)
+            return Self.consentResponse(try await consumption.consent(of: user.user))
+        }
+    }
+
+    /// `{"consented", "updated_at"}`; never recorded: `false` and `null`.
+    static func consentResponse(_ consent: ConsumptionConsent?) -> Response {
+        var json = JSONBytesWriter()
+        json.beginObject()
+        json.field("consented", consent?.consented ?? false)
+        json.field("updated_at", consent?.updatedAt)
+        json.endObject()
+        return UserJSONResponse.response(json.bytes)
     }
 
     /// A legacy receipt restored: read for its purchases, whose whole history is fetched from the
@@ -348,6 +378,7 @@ public struct AppStoreController: Sendable {
         enum Value: Decodable {
             case string(String)
             case strings([String])
+            case boolean(Bool)
             case other(String)
 
             init(from decoder: any Decoder) throws {
@@ -356,6 +387,8 @@ public struct AppStoreController: Sendable {
                     self = .string(text)
                 } else if let list = try? container.decode([String].self) {
                     self = .strings(list)
+                } else if let flag = try? container.decode(Bool.self) {
+                    self = .boolean(flag)
                 } else if container.decodeNil() {
                     self = .other("null")
                 } else {
@@ -384,6 +417,15 @@ public struct AppStoreController: Sendable {
                 throw APIError(.badRequest, code: "missing_field", message: "\(name) is required: \(hint).")
             }
             return text
+        }
+
+        /// A required JSON boolean: 400 `missing_field` when absent, `invalid_field` when not `true` or `false`.
+        func boolean(_ name: String, hint: String) throws -> Bool {
+            switch members[name] {
+            case .boolean(let flag)?: return flag
+            case nil: throw APIError(.badRequest, code: "missing_field", message: "\(name) is required: \(hint).")
+            default: throw APIError(.badRequest, code: "invalid_field", message: "\(name) must be true or false (a JSON boolean): \(hint).")
+            }
         }
 
         func strings(_ name: String, limit: Int) throws -> [String] {

@@ -98,6 +98,23 @@ struct AppStoreParts {
             "LOCAL MODE: no App Store In-App Purchase key; the App Store Server API goes to an App Store fake on \(standIn.baseURL) (Sandbox: a month lasts five minutes). `billingd appstore trigger SUBSCRIBED --user user_42` buys through it; its notifications come back here.")
     }
 
+    /// The responder to Apple's refund requests: with an App Store Server API client (a key, or
+    /// local mode's stand-in); nil without one, and the requests wait unanswered.
+    func consumptionResponder(
+        _ settings: Settings.AppStore, store: any LedgerStore, catalog: PlanCatalog?, metrics: BillingMetrics, logger: Logger
+    ) -> ConsumptionResponder? {
+        guard !clients.isEmpty else {
+            if verifier != nil {
+                logger.notice("no App Store Server API key: Apple's refund requests (CONSUMPTION_REQUEST) are recorded and not answered")
+            }
+            return nil
+        }
+        return ConsumptionResponder(
+            store: store.appStoreConsumption, clients: clients,
+            configuration: .init(policy: ConsumptionAnswerPolicy(refund: settings.refundPreference), catalog: catalog ?? .freeOnly),
+            metrics: metrics, logger: logger)
+    }
+
     /// `POST /webhooks/appstore` (with a verifier), and the service API's restores and receipts.
     func addRoutes(to dependencies: inout BillingServerDependencies, _ settings: Settings.AppStore, logger: Logger) {
         dependencies.appStoreVerifier = verifier

@@ -103,6 +103,9 @@ public struct BillingDaemon: Sendable {
         appStore.adopt(local.appStore, logger: logger)
 
         var services = local.services + [.init(service: applier), .init(service: gauges)] + outbox.services
+        if let responder = appStore.consumptionResponder(settings.appStore, store: store, catalog: catalog, metrics: metrics, logger: logger) {
+            services.append(.init(service: responder))
+        }
         if let scheduler = Self.reconcileScheduler(
             settings, store: store, stripe: stripe.client, livemode: stripe.livemode, appStoreClients: appStore.clients,
             applier: applier, catalog: catalog, initialDelay: options.schedulerInitialDelay, metrics: metrics, logger: logger)
@@ -267,6 +270,9 @@ public struct BillingDaemon: Sendable {
         summary["reconcile"] = scheduled ? every(settings.reconcile.interval) : "off (no API credentials)"
         summary["events_sweep"] = stripe ? every(settings.stripe.eventsSweepInterval) : "off"
         summary["usage_report"] = stripe ? every(settings.usage.reportInterval) : "off"
+        summary["refund_requests"] = appStoreAPI.isEmpty
+            ? "off (no App Store API key)"
+            : "answered (\(appStoreAPI.joined(separator: ",")); refund preference \(settings.appStore.refundPreference.rawValue))"
         summary["app_webhooks"] = settings.outbox.webhookURLs.isEmpty ? "off" : "\(settings.outbox.webhookURLs.count) endpoint(s)"
         return summary
     }

@@ -135,6 +135,7 @@ extension Settings.AppStore {
         if let offerKeyID, !(offerKeyID.count == 10 && offerKeyID.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber) })) {
             throw SettingsError.invalid("APPSTORE_OFFER_KEY_ID", offerKeyID, "the 10-character key id App Store Connect shows beside the key, such as 2X9R4HXF34")
         }
+        refundPreference = try read(SettingsTable.appStoreRefundPreference)
     }
 }
 

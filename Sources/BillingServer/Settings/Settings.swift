@@ -144,6 +144,8 @@ public struct Settings: Sendable {
         /// That key: PEM text, or the path of a `.p8` file (never logged); `APPSTORE_PRIVATE_KEY`
         /// when not set.
         public var offerPrivateKey: String?
+        /// The refund preference stated in answers to Apple's refund requests (`CONSUMPTION_REQUEST`).
+        public var refundPreference: AppStoreRefundPolicy
     }
 
     /// The outbox: signed webhooks to the app's backend.

@@ -22,6 +22,7 @@ enum SettingsTable {
         appStoreRootCertificates.description, appStoreReceiptRootCertificates.description, appStoreOwnership.description,
         appStoreIssuerID.description, appStoreKeyID.description, appStorePrivateKey.description, appStoreAPIBase.description,
         appStoreRateLimit.description, appStoreOfferKeyID.description, appStoreOfferPrivateKey.description,
+        appStoreRefundPreference.description,
         appWebhookURLs.description, appWebhookSecrets.description, appWebhookConnectTimeout.description, appWebhookTimeout.description,
         consoleTokens.description, consoleSecureCookie.description, reportingCurrency.description, exchangeRates.description,
     ]
@@ -215,6 +216,16 @@ extension SettingsTable {
         "APPSTORE_OFFER_KEY_ID", .appStore, unset: "APPSTORE_KEY_ID", meaning: "key id of the offer-signing key", parse: .text)
     static let appStoreOfferPrivateKey = Setting<String?>(
         "APPSTORE_OFFER_PRIVATE_KEY", .appStore, unset: "APPSTORE_PRIVATE_KEY", meaning: "offer-signing .p8 key: PEM text or path", parse: .text)
+    static let appStoreRefundPreference = Setting<AppStoreRefundPolicy>(
+        "APPSTORE_REFUND_PREFERENCE", .appStore, default: "none", meaning: "refund preference told Apple in refund requests",
+        parse: SettingParser { text, name throws(SettingsError) in
+            guard let policy = AppStoreRefundPolicy(rawValue: text.lowercased()) else {
+                throw SettingsError.invalid(
+                    name, text,
+                    "none (state no preference), decline, grant_full or grant_prorated: what billingd tells Apple it would like done with a refund request")
+            }
+            return policy
+        })
 
     // MARK: outbox
 
