@@ -165,10 +165,10 @@ public final class ConsumptionResponder: Service, Sendable {
         let decidedAt = configuration.now()
         switch configuration.policy.decide(facts, now: decidedAt) {
         case .expired:
-            try await finish(.expired, request, at: decidedAt, outcome: "expired", pass: &pass.expired)
+            try await finish(.expired, request, at: decidedAt, metric: "expired", counting: &pass.expired)
             logger.warning("refund request not answered within Apple's 12 hours", metadata: metadata)
         case .noConsent:
-            try await finish(.noConsent(user: context.owner), request, at: decidedAt, outcome: "no_consent", pass: &pass.noConsent)
+            try await finish(.noConsent(user: context.owner), request, at: decidedAt, metric: "no_consent", counting: &pass.noConsent)
             logger.info(
                 "refund request not answered: the purchase's owner has not consented to share consumption data (PUT /v1/users/{user}/appstore/consumption-consent)",
                 metadata: metadata)
@@ -187,7 +187,7 @@ public final class ConsumptionResponder: Service, Sendable {
             let at = configuration.now()
             switch result {
             case .success(let status):
-                try await finish(.sent(appleStatus: status), request, at: at, outcome: "sent", pass: &pass.sent)
+                try await finish(.sent(appleStatus: status), request, at: at, metric: "sent", counting: &pass.sent)
                 logger.info("refund request answered", metadata: metadata.merging(["answer": "\(body.summary)"]) { $1 })
             case .failure(let error):
                 try await failed(request, error: error, attempts: request.attempts + 1, at: at, metadata: metadata, pass: &pass)
@@ -210,18 +210,19 @@ public final class ConsumptionResponder: Service, Sendable {
             // (its last error kept).
             let retryAt = min(at + retryDelayMilliseconds(afterAttempt: attempts), request.deadline)
             try await finish(
-                .retry(at: retryAt, error: error.description, appleStatus: error.status), request, at: at, outcome: "retry", pass: &pass.retried)
+                .retry(at: retryAt, error: error.description, appleStatus: error.status), request, at: at, metric: "retry", counting: &pass.retried)
             logger.log(
                 level: error.kind == .authentication || error.kind == .signing ? .error : .warning,
                 "refund request answer failed; retrying", metadata: metadata.merging(["error": "\(error)"]) { $1 })
         case .invalidRequest, .notFound, .verification, .decoding:
-            try await finish(.failed(error: error.description, appleStatus: error.status), request, at: at, outcome: "failed", pass: &pass.failed)
+            try await finish(.failed(error: error.description, appleStatus: error.status), request, at: at, metric: "failed", counting: &pass.failed)
             logger.error("Apple refused the answer to a refund request", metadata: metadata.merging(["error": "\(error)"]) { $1 })
         }
     }
 
+    /// Records an outcome and, when the request was still pending, counts it in the pass and the metric.
     private func finish(
-        _ outcome: AppStoreConsumptionOutcome, _ request: AppStoreConsumptionRequest, at: Int64, outcome name: String, pass count: inout Int
+        _ outcome: AppStoreConsumptionOutcome, _ request: AppStoreConsumptionRequest, at: Int64, metric name: String, counting count: inout Int
     ) async throws {
         guard try await store.record(outcome, environment: request.environment, notificationUUID: request.notificationUUID, at: at) else {
             return
