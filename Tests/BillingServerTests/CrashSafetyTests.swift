@@ -151,12 +151,25 @@ struct CrashSafetyTests {
         #expect(try await HTTP.request("http://127.0.0.1:\(again.port)/readyz", method: "GET").0 == 200)
     }
 
-    @Test("kill -9 after a refund request is acknowledged and before it is answered: the restarted serve answers it, once")
-    func refundRequestSurvivesKillNine() async throws {
+    @Test("kill -9 after a refund request is acknowledged and before it is answered: the restarted serve answers it, once", arguments: ["sqlite", "postgres"])
+    func refundRequestSurvivesKillNine(_ backend: String) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-consumption-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let databasePath = directory.appendingPathComponent("ledger.sqlite3").path
+        let postgres = backend == "postgres" ? try await PostgresTestDatabase.create() : nil
+        /// The refund requests the ledger holds, read as an operator would between the runs.
+        func requests() async throws -> [AppStoreConsumptionRequest] {
+            if let postgres {
+                let store = try await PostgresLedgerStore.open(postgres, maximumConnections: 1, logger: PostgresTestDatabase.logger)
+                let requests = try await store.appStoreConsumption.requests(status: nil, limit: 10)
+                await store.close()
+                return requests
+            }
+            let database = try SQLiteDatabase.open(path: databasePath)
+            defer { try? database.close() }
+            return try await SQLiteLedgerStore(database: database).appStoreConsumption.requests(status: nil, limit: 10)
+        }
         let key = P256.Signing.PrivateKey()
         let fake = try await AppStoreFake.start(.init(
             issuerID: FakeAppleHarness.issuerID, keyID: FakeAppleHarness.keyID, bundleID: AppStoreTestbed.bundleID, publicKey: key.publicKey,
@@ -166,30 +179,19 @@ struct CrashSafetyTests {
         let keyPath = directory.appendingPathComponent("AuthKey.p8").path
         #expect(FileManager.default.createFile(atPath: keyPath, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]))
         let token = "tok_consumption_0123456789abcdef"
-        let appStore = [
+        var appStore = [
             "APPSTORE_BUNDLE_ID": AppStoreTestbed.bundleID, "APPSTORE_APP_APPLE_ID": String(AppStoreTestbed.appAppleID),
             "APPSTORE_ENVIRONMENTS": "Sandbox", "APPSTORE_ROOT_CERTIFICATES": rootPath, "BILLINGD_API_TOKENS": token,
         ]
+        if let postgres { appStore["BILLINGD_DATABASE_URL"] = try PostgresTestDatabase.url(of: postgres) }
         let authorized = ["Authorization": "Bearer \(token)", "Content-Type": "application/json", "Connection": "close"]
 
         // The first serve has no In-App Purchase key: it acknowledges and records requests, and answers none.
         let first = try await DaemonProcess.start(databasePath: databasePath, extraEnvironment: appStore)
-        let base = "http://127.0.0.1:\(first.port)"
-        let (_, tokenBody) = try await HTTP.request("\(base)/v1/users/user_crash/appstore/account-token", method: "GET", headers: authorized)
-        let accountToken = try #require((try JSONSerialization.jsonObject(with: tokenBody) as? [String: Any])?["app_account_token"] as? String)
-        let consent = try await HTTP.request(
-            "\(base)/v1/users/user_crash/appstore/consumption-consent", method: "PUT", headers: authorized, body: Array(#"{"consented": true}"#.utf8))
-        #expect(consent.0 == 200)
-        let purchase = try await fake.subscribe(productID: "com.example.pro.monthly", appAccountToken: accountToken)
-        let uuid = try await fake.requestConsumption(transactionID: purchase.transactionID)
-        let notification = try #require(await fake.notificationHistory.first { $0.notificationUUID == uuid })
-        let body = Array(try JSONSerialization.data(withJSONObject: ["signedPayload": notification.signedPayload]))
-        let acknowledged = try await HTTP.request(
-            "\(base)/webhooks/appstore", method: "POST", headers: ["Content-Type": "application/json", "Connection": "close"], body: body)
-        #expect(acknowledged.0 == 200)
-        await first.kill(signal: SIGKILL)
+        let (purchase, uuid) = try await Self.killedAfterAcknowledging(first, fake: fake, authorized: authorized)
+        #expect(first.process.isRunning == false)
 
-        let pending = try await SQLiteLedgerStore(database: try SQLiteDatabase.open(path: databasePath)).appStoreConsumption.requests(status: nil, limit: 10)
+        let pending = try await requests()
         #expect(pending.map(\.notificationUUID) == [uuid] && pending.first?.status == .pending && pending.first?.attempts == 0)
         #expect(await fake.consumptionAnswers.isEmpty)
 
@@ -203,17 +205,46 @@ struct CrashSafetyTests {
         var answers: [AppStoreFake.ConsumptionAnswer] = []
         for _ in 0..<300 where answers.isEmpty {
             answers = await fake.consumptionAnswers
-            if answers.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+            if answers.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
         }
+        try? await Task.sleep(for: .seconds(6))  // another of the responder's looks
+        #expect(await second.kill(signal: SIGTERM) == .exit(0))
         #expect(answers.map(\.transactionID) == [purchase.transactionID])
         #expect(answers.first?.deliveryStatus == "DELIVERED" && answers.first?.refundPreference == nil)
-        try await Task.sleep(for: .seconds(6))  // another of the responder's looks
-        #expect(await second.kill(signal: SIGTERM) == .exit(0))
         #expect(await fake.consumptionAnswers.count == 1, "answered once")
         #expect(await fake.requests(matching: .path("/inApps/v2/transactions/consumption", method: "PUT")).count == 1)
-        let sent = try await SQLiteLedgerStore(database: try SQLiteDatabase.open(path: databasePath)).appStoreConsumption.requests(status: nil, limit: 10)
+        let sent = try await requests()
         #expect(sent.first?.status == .sent && sent.first?.attempts == 1 && sent.first?.appleStatus == 202)
         await fake.stop()
+        if let postgres { try await PostgresTestDatabase.drop(postgres) }
+    }
+
+    /// Records the user's consent, sends a refund request of their new purchase to `daemon` and
+    /// kills it with SIGKILL as soon as it acknowledged the request (killed on any failure too).
+    static func killedAfterAcknowledging(
+        _ daemon: DaemonProcess, fake: AppStoreFake, authorized: [String: String]
+    ) async throws -> (AppStoreFake.Purchase, String) {
+        do {
+            let base = "http://127.0.0.1:\(daemon.port)"
+            let (_, tokenBody) = try await HTTP.request("\(base)/v1/users/user_crash/appstore/account-token", method: "GET", headers: authorized)
+            let accountToken = try #require((try JSONSerialization.jsonObject(with: tokenBody) as? [String: Any])?["app_account_token"] as? String)
+            let consent = try await HTTP.request(
+                "\(base)/v1/users/user_crash/appstore/consumption-consent", method: "PUT", headers: authorized,
+                body: Array(#"{"consented": true}"#.utf8))
+            #expect(consent.0 == 200)
+            let purchase = try await fake.subscribe(productID: "com.example.pro.monthly", appAccountToken: accountToken)
+            let uuid = try await fake.requestConsumption(transactionID: purchase.transactionID)
+            let notification = try #require(await fake.notificationHistory.first { $0.notificationUUID == uuid })
+            let body = Array(try JSONSerialization.data(withJSONObject: ["signedPayload": notification.signedPayload]))
+            let acknowledged = try await HTTP.request(
+                "\(base)/webhooks/appstore", method: "POST", headers: ["Content-Type": "application/json", "Connection": "close"], body: body)
+            #expect(acknowledged.0 == 200)
+            await daemon.kill(signal: SIGKILL)
+            return (purchase, uuid)
+        } catch {
+            await daemon.kill(signal: SIGKILL)
+            throw error
+        }
     }
 
     @Test("SIGTERM shuts down cleanly with exit status 0")
