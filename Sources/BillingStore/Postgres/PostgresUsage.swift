@@ -223,7 +223,7 @@ struct PostgresUsage: UsageStore, UsageReportStore {
     }
 
     /// The total of a counter over any span, from the records.
-    func total(scope: ServiceScope, user: String, meter: String, period: UsagePeriod) async throws -> Int64 {
+    public func total(scope: ServiceScope, user: String, meter: String, period: UsagePeriod) async throws -> Int64 {
         try await client.withConnection { connection in
             try await Self.sum(Key(scope: scope, user: user, meter: meter), period: period, connection: connection, logger: logger)
         }

@@ -54,8 +54,7 @@ public struct SQLiteUsage: UsageStore, UsageReportStore {
         }
     }
 
-    /// The total of a counter over any span, from the records (reconcile compares it with
-    /// Stripe's summaries).
+    /// The total of a counter over any span, from the records.
     public func total(scope: ServiceScope, user: String, meter: String, period: UsagePeriod) async throws -> Int64 {
         try await database.writer.read { db in try Self.sum(Key(scope: scope, user: user, meter: meter), period: period, db: db) }
     }

@@ -57,6 +57,30 @@ struct UsageStoreTests {
         }
     }
 
+    @Test("A counter's total over any span adds the records whose time falls in it, across the periods they were recorded in, for that scope, user and meter only", arguments: StoreBackend.allCases)
+    func totalOverSpan(_ backend: StoreBackend) async throws {
+        try await withRoleStores(backend) { stores in
+            let usage = stores[0].usage
+            let start = Self.january.end - 100
+            _ = try await usage.apply(
+                [
+                    .record(Self.input("a", quantity: 2, at: start - 1)),  // before the span
+                    .record(Self.input("b", quantity: 3, at: start)),  // its first second
+                    .record(Self.input("c", quantity: 4, at: Self.february.start + 5, period: Self.february)),  // another period
+                    .record(Self.input("d", quantity: 5, at: start + 200, period: Self.february)),  // its end: the next span's
+                    .record(Self.input("e", quantity: 6, at: start + 10, meter: Self.calls)),
+                    .record(Self.input("f", quantity: 7, at: start + 10, user: "user_2")),
+                    .record(Self.input("g", quantity: 8, at: start + 10, scope: ServiceScope(livemode: true))),
+                ], now: 1_767_225_700_000)
+            let span = UsagePeriod(start: start, end: start + 200)
+            #expect(try await usage.total(scope: .test, user: "user_1", meter: "radars", period: span) == 7)
+            #expect(try await usage.total(scope: .test, user: "user_1", meter: "api_calls", period: span) == 6)
+            #expect(try await usage.total(scope: .test, user: "user_2", meter: "radars", period: span) == 7)
+            #expect(try await usage.total(scope: ServiceScope(livemode: true), user: "user_1", meter: "radars", period: span) == 8)
+            #expect(try await usage.total(scope: .test, user: "user_3", meter: "radars", period: span) == 0)
+        }
+    }
+
     @Test("A total past the ceiling is refused without a trap, late records too; a refused batch is undone whole, the others kept", arguments: StoreBackend.allCases)
     func ceilingAndAtomicBatches(_ backend: StoreBackend) async throws {
         try await withRoleStores(backend) { stores in

@@ -13,6 +13,9 @@ public protocol UsageStore: Sendable {
     func states(
         scope: ServiceScope, user: String, meters: [(meter: UsageMeter, period: UsagePeriod?, limit: EntitlementLimit?)]
     ) async throws -> [UsageMeterState]
+    /// A counter's total over any span `[start, end)` of Unix seconds, from its records, whatever
+    /// periods they were recorded in (what a refund request's consumption is measured over).
+    func total(scope: ServiceScope, user: String, meter: String, period: UsagePeriod) async throws -> Int64
 }
 
 extension UsageStore {
