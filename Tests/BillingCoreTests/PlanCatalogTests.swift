@@ -139,6 +139,35 @@ struct PlanCatalogTests {
         #expect(catalog.defaultTier.id == "basic")
     }
 
+    @Test("An App Store product's consumption_meter names a counter of the catalog; the product then answers its meter and its tier's limit")
+    func consumptionMeter() throws {
+        func catalog(meters: String, product: String) -> String {
+            """
+            {"meters": [\(meters)],
+             "tiers": [
+              {"id": "free", "name": "Free", "rank": 0, "limits": {"exports": 0, "seats": 1}},
+              {"id": "pro", "name": "Pro", "rank": 10, "limits": {"exports": 200, "seats": 5},
+               "app_store": {"products": ["com.example.pro.yearly", \(product)]}}
+            ]}
+            """
+        }
+        let counter = #"{"id": "exports", "kind": "counter", "limit": "exports"}"#
+        let gauge = #"{"id": "seats_used", "kind": "gauge", "limit": "seats"}"#
+        let parsed = try planCatalog(catalog(meters: counter, product: #"{"id": "com.example.pro.monthly", "consumption_meter": "exports"}"#))
+        let metered = try #require(parsed.consumptionMeter(appStoreProduct: "com.example.pro.monthly"))
+        #expect(metered.meter.id == "exports" && metered.limit == .count(200))
+        #expect(parsed.consumptionMeter(appStoreProduct: "com.example.pro.yearly") == nil)
+        #expect(parsed.consumptionMeter(appStoreProduct: "com.example.other") == nil)
+
+        let unknown = try #require(planCatalogProblem(catalog(meters: counter, product: #"{"id": "com.example.pro.monthly", "consumption_meter": "export"}"#)))
+        #expect(unknown.pathDescription == "tiers[1].app_store.products[1].consumption_meter")
+        #expect(unknown.message == #"no meter has the id "export"; name a counter of the catalog's meters (exports) or remove consumption_meter"#)
+        let level = try #require(planCatalogProblem(catalog(
+            meters: counter + ", " + gauge, product: #"{"id": "com.example.pro.monthly", "consumption_meter": "seats_used"}"#)))
+        #expect(level.pathDescription == "tiers[1].app_store.products[1].consumption_meter")
+        #expect(level.message.hasPrefix("seats_used is a gauge"))
+    }
+
     @Test("Each problem is reported with the path of its key and what is expected", arguments: [
         // The default tier.
         (#"{"tiers": [{"id": "pro", "name": "Pro", "rank": 1}]}"#, "default_tier",
@@ -217,7 +246,7 @@ struct PlanCatalogTests {
         (catalogWithPro(#""app_store": {"products": [{"id": "com.example.pro", "period": "P2W"}]}"#), "tiers[1].app_store.products[0].period",
          #""P2W" is not a subscription period; expected P1W, P1M, P2M, P3M, P6M or P1Y"#),
         (catalogWithPro(#""app_store": {"products": [{"id": "com.example.pro", "length": "P1M"}]}"#), "tiers[1].app_store.products[0].length",
-         "unknown key; expected one of: id, period, promotional_offers, eligibility"),
+         "unknown key; expected one of: id, period, promotional_offers, eligibility, consumption_meter"),
         (catalogWithPro(#""app_store": {"products": [{"period": "P1M"}]}"#), "tiers[1].app_store.products[0].id", "is missing; it is required"),
         (catalogWithPro(#""app_store": {"products": [7]}"#), "tiers[1].app_store.products[0]",
          "not a product; expected a product id or {id: com.example.pro.monthly, period: P1M}"),

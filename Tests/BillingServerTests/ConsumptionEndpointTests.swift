@@ -158,10 +158,10 @@ struct ConsumptionRequestEndpointTests {
             ["serve"],
             environment: [
                 "BILLINGD_DATABASE": ledger.directory.appendingPathComponent("ledger.sqlite3").path, "STRIPE_WEBHOOK_SECRET": testSecret,
-                "BILLINGD_PORT": "0", "APPSTORE_REFUND_PREFERENCE": "by_usage",
+                "BILLINGD_PORT": "0", "APPSTORE_REFUND_PREFERENCE": "by_usage:50,10",
             ])
         #expect(result.status == 78, "\(result.stderr)")
-        #expect(result.stderr.contains("APPSTORE_REFUND_PREFERENCE=by_usage is not valid"), "\(result.stderr)")
-        #expect(result.stderr.contains("none") && result.stderr.contains("grant_prorated"), "\(result.stderr)")
+        #expect(result.stderr.contains("APPSTORE_REFUND_PREFERENCE=by_usage:50,10 is not valid"), "\(result.stderr)")
+        #expect(result.stderr.contains("none") && result.stderr.contains("grant_prorated") && result.stderr.contains("by_usage:FULL,PRORATED"), "\(result.stderr)")
     }
 }

@@ -81,7 +81,8 @@ struct ConsumptionWorld {
         configuration.now = { clock.now }
         configure(&configuration)
         return ConsumptionResponder(
-            store: store.appStoreConsumption, clients: [.sandbox: client ?? apple.client], configuration: configuration, logger: Self.quiet)
+            store: store.appStoreConsumption, usage: store.usage, clients: [.sandbox: client ?? apple.client], configuration: configuration,
+            logger: Self.quiet)
     }
 
     /// The harness's client without retries of its own, so that the responder's retries show.
@@ -269,7 +270,7 @@ struct ConsumptionResponderTests {
         }
     }
 
-    @Test("Each APPSTORE_REFUND_PREFERENCE reaches Apple; no consumption percentage for an auto-renewable subscription, the time used of a non-renewing one", arguments: AppStoreRefundPolicy.allCases)
+    @Test("Each APPSTORE_REFUND_PREFERENCE reaches Apple; no consumption percentage for an auto-renewable subscription, the time used of a non-renewing one", arguments: AppStoreRefundPolicy.fixed)
     func bodyRules(_ setting: AppStoreRefundPolicy) async throws {
         try await World.with(.sqlite) { world in
             try await world.consent("user_1")
@@ -283,7 +284,7 @@ struct ConsumptionResponderTests {
 
             #expect(try await world.responder(refund: setting).answerDue().sent == 3, "Apple took every answer")
             let answers = Dictionary(uniqueKeysWithValues: await world.fake.consumptionAnswers.map { ($0.transactionID, $0) })
-            for answer in answers.values { #expect(answer.refundPreference == setting.preference?.rawValue) }
+            for answer in answers.values { #expect(answer.refundPreference == setting.preference(shareUsed: nil)?.rawValue) }
             #expect(answers[subscription.transactionID]?.consumptionPercentage == nil)
             #expect(answers[subscription.transactionID]?.sampleContentProvided == true, "the catalog's sample_content_provided")
             #expect(answers[coins.transactionID]?.consumptionPercentage == nil, "a consumable's use is unknown to billingd")
@@ -291,6 +292,57 @@ struct ConsumptionResponderTests {
             // A day of the catalog's month (30.44 days in Production).
             let share = try #require(answers[pass.transactionID]?.consumptionPercentage)
             #expect((3_200...3_300).contains(share), "\(share)")
+        }
+    }
+
+    @Test("by_usage with a consumption_meter: the share of the tier's limit used during each purchase decides the preference, and is the percentage sent for a consumable", arguments: ResponderBackend.allCases)
+    func byUsage(_ backend: ResponderBackend) async throws {
+        let exports = UsageMeter(id: "exports", kind: .counter, limit: "exports")
+        let catalog = try PlanCatalog(
+            tiers: [
+                PlanTier(id: "free", name: "Free", rank: 0, limits: [PlanLimit(key: "exports", value: .count(0))]),
+                PlanTier(
+                    id: "pro", name: "Pro", rank: 10, appStoreProducts: [World.product, "com.example.credits", "com.example.badge"],
+                    limits: [PlanLimit(key: "exports", value: .count(200))],
+                    appStoreConsumptionMeters: [World.product: "exports", "com.example.credits": "exports"]),
+            ],
+            meters: [exports])
+        try await World.with(backend) { world in
+            try await world.consent("user_1")
+            await world.fake.define(AppStoreFake.Product(id: "com.example.credits", kind: .consumable, price: 990))
+            await world.fake.define(AppStoreFake.Product(id: "com.example.badge", kind: .nonConsumable, price: 190))
+            let token = try await world.store.appStore.accountToken(for: "user_1")
+            let subscription = try await world.subscribe("user_1")
+            let credits = try await world.fake.purchase(productID: "com.example.credits", appAccountToken: token)
+            let badge = try await world.fake.purchase(productID: "com.example.badge", appAccountToken: token)
+            // 90 of the tier's 200 exports during the purchases (45 %), and 500 a day before them, which do not count;
+            // the answer comes a few seconds after the last purchase.
+            let latest = [subscription, credits, badge].map(\.purchaseDate).max()!
+            world.advance(by: max(0, latest - world.now) + 5_000)
+            let second = latest / 1000 + 1
+            for (quantity, at, key) in [(Int64(500), second - 86_400, "before"), (40, second, "during-1"), (50, second, "during-2")] {
+                let input = UsageRecordInput(
+                    scope: .test, user: "user_1", meter: exports, quantity: quantity, timestamp: at, idempotencyKey: key,
+                    period: .calendarMonth(containing: at), limit: .count(200))
+                _ = try await world.store.usage.apply([.record(input)], now: at)
+            }
+            // Another user's use is not this buyer's.
+            _ = try await world.store.usage.apply([.record(UsageRecordInput(
+                scope: .test, user: "user_2", meter: exports, quantity: 150, timestamp: second, idempotencyKey: "other",
+                period: .calendarMonth(containing: second), limit: .count(200)))], now: second)
+            for id in [subscription.transactionID, credits.transactionID, badge.transactionID] { try await world.requestRefund(of: id) }
+
+            let thresholds = try #require(RefundUsageThresholds(grantFullBelow: 10_000, declineFrom: 40_000))
+            let responder = world.responder(refund: .byUsage(thresholds)) { $0.catalog = catalog }
+            #expect(try await responder.answerDue().sent == 3, "Apple took every answer")
+            let answers = Dictionary(uniqueKeysWithValues: await world.fake.consumptionAnswers.map { ($0.transactionID, $0) })
+            let renewing = try #require(answers[subscription.transactionID])
+            #expect(renewing.refundPreference == "DECLINE" && renewing.consumptionPercentage == nil, "45 % used; Apple computes a subscription's share")
+            let consumable = try #require(answers[credits.transactionID])
+            #expect(consumable.refundPreference == "DECLINE" && consumable.consumptionPercentage == 45_000)
+            // No meter and no period: the share is unknown, and Apple decides.
+            let unmetered = try #require(answers[badge.transactionID])
+            #expect(unmetered.refundPreference == nil && unmetered.consumptionPercentage == nil)
         }
     }
 

@@ -117,19 +117,22 @@ struct SettingsTests {
         #expect(Settings.helpTable.contains("BILLINGD_USAGE_REPORT_INTERVAL"))
     }
 
-    @Test("APPSTORE_REFUND_PREFERENCE: none by default, each of Apple's preferences, and anything else refused naming the allowed values")
+    @Test("APPSTORE_REFUND_PREFERENCE: none by default, each of Apple's preferences, by_usage with its thresholds, and anything else refused naming the allowed values")
     func refundPreference() throws {
         #expect(try Settings.load(environment: [:], configFile: nil).appStore.refundPreference == .none)
-        for policy in AppStoreRefundPolicy.allCases {
-            let settings = try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": policy.rawValue], configFile: nil)
+        for policy in AppStoreRefundPolicy.fixed + [.byUsage(.standard)] {
+            let settings = try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": policy.description], configFile: nil)
             #expect(settings.appStore.refundPreference == policy)
         }
         #expect(try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": "GRANT_FULL"], configFile: nil).appStore.refundPreference == .grantFull)
-        for bad in ["prorated", "by_usage", "yes"] {
+        #expect(try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": "by_usage"], configFile: nil).appStore.refundPreference == .byUsage(.standard))
+        let thresholds = try #require(RefundUsageThresholds(grantFullBelow: 5_000, declineFrom: 80_000))
+        #expect(try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": "by_usage:5,80"], configFile: nil).appStore.refundPreference == .byUsage(thresholds))
+        for bad in ["prorated", "by_usage:80,5", "by_usage:5", "yes"] {
             let error = #expect(throws: SettingsError.self) { try Settings.load(environment: ["APPSTORE_REFUND_PREFERENCE": bad], configFile: nil) }
             let message = error?.description ?? ""
             #expect(message.contains("APPSTORE_REFUND_PREFERENCE"), "\(message)")
-            for allowed in ["none", "decline", "grant_full", "grant_prorated"] { #expect(message.contains(allowed), "\(message)") }
+            for allowed in ["none", "decline", "grant_full", "grant_prorated", "by_usage:FULL,PRORATED"] { #expect(message.contains(allowed), "\(message)") }
         }
         #expect(Settings.helpTable.contains("APPSTORE_REFUND_PREFERENCE"))
     }

@@ -44,6 +44,30 @@ extension PlanCatalog {
         return byID
     }
 
+    /// Each `consumption_meter` names a counter of the catalog: a purchase's consumption is the
+    /// share of its tier's limit used in the purchase's period, which a gauge (a level) has not.
+    static func validateConsumptionMeters(tiers: [PlanTier], meters: [UsageMeter], meterIndexByID: [String: Int]) throws(PlanCatalogError) {
+        for (tierIndex, tier) in tiers.enumerated() {
+            for (position, product) in tier.appStoreProducts.enumerated() {
+                guard let id = tier.appStoreConsumptionMeters[product] else { continue }
+                let path: [PlanCatalogError.PathComponent] = [
+                    .key("tiers"), .index(tierIndex), .key("app_store"), .key("products"), .index(position), .key("consumption_meter"),
+                ]
+                guard let index = meterIndexByID[id] else {
+                    let known = meters.filter { $0.kind == .counter }.map(\.id)
+                    throw PlanCatalogError(
+                        path,
+                        "no meter has the id \"\(id)\"; name a counter of the catalog's meters (\(known.isEmpty ? "none are defined" : known.joined(separator: ", "))) or remove consumption_meter")
+                }
+                guard meters[index].kind == .counter else {
+                    throw PlanCatalogError(
+                        path,
+                        "\(id) is a gauge: a purchase's consumption is the share of its tier's limit used during the purchase, which a level does not tell; name a counter")
+                }
+            }
+        }
+    }
+
     /// A Stripe Billing Meter `event_name`.
     static func isStripeEventName(_ text: String) -> Bool {
         isKey(text)

@@ -43,7 +43,10 @@ public struct PlanCatalog: Sendable, Equatable {
                 appStoreOffers: Dictionary(
                     (tier.appStore?.products ?? []).map { ($0.id, AppStoreProductOffers(promotionalOffers: $0.promotionalOffers, eligibility: $0.eligibility)) },
                     uniquingKeysWith: { first, _ in first }),
-                appStoreSampleContentProvided: tier.appStore?.sampleContentProvided ?? false)
+                appStoreSampleContentProvided: tier.appStore?.sampleContentProvided ?? false,
+                appStoreConsumptionMeters: Dictionary(
+                    (tier.appStore?.products ?? []).compactMap { product in product.consumptionMeter.map { (product.id, $0) } },
+                    uniquingKeysWith: { first, _ in first }))
         }
         let meters = document.meters.map {
             UsageMeter(id: $0.id, kind: $0.kind, limit: $0.limit, enforcement: $0.enforcement, stripeMeter: $0.stripeMeter)
@@ -171,6 +174,7 @@ public struct PlanCatalog: Sendable, Equatable {
         self.defaultTier = defaultTier
         self.meters = meters
         meterIndexByID = try Self.validate(meters: meters, tiers: tiers)
+        try Self.validateConsumptionMeters(tiers: tiers, meters: meters, meterIndexByID: meterIndexByID)
         tierIndexByID = byID
         tierIndexByPrice = byPrice
         tierIndexByLookupKey = byLookupKey
@@ -211,6 +215,16 @@ public struct PlanCatalog: Sendable, Equatable {
     /// tier's `sample_content_provided`; false for a product the catalog does not map.
     public func sampleContentProvided(appStoreProduct product: String) -> Bool {
         tier(appStoreProduct: product)?.appStoreSampleContentProvided ?? false
+    }
+
+    /// The meter whose use tells how much of a purchase of an App Store product was consumed
+    /// (its `consumption_meter`), with the limit the product's tier gives it; nil when the
+    /// catalog names none.
+    public func consumptionMeter(appStoreProduct product: String) -> (meter: UsageMeter, limit: PlanLimit.Value)? {
+        guard let tier = tier(appStoreProduct: product), let id = tier.appStoreConsumptionMeters[product], let meter = meter(id: id),
+            let limit = tier.limits.first(where: { $0.key == meter.limit })
+        else { return nil }
+        return (meter, limit.value)
     }
 
     // MARK: - Shapes

@@ -114,18 +114,25 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
     /// An App Store product: its id alone (`com.example.pro.monthly`), or with the period it
     /// renews for (`{id: com.example.pro.monthly, period: P1M}`), which the revenue metrics
     /// take over the length of its transactions, and the promotional offers billingd signs for it
-    /// (`promotional_offers: [winback_50]`, `eligibility: existing | lapsed | any`).
+    /// (`promotional_offers: [winback_50]`, `eligibility: existing | lapsed | any`), and the meter
+    /// whose use measures how much of a purchase was consumed when its buyer asks Apple for a
+    /// refund (`consumption_meter: exports`).
     public struct Product: Decodable, Sendable, Equatable {
         public var id: String
         public var period: AppStorePeriod?
         public var promotionalOffers: [String]
         public var eligibility: PromotionalOfferEligibility
+        public var consumptionMeter: String?
 
-        public init(id: String, period: AppStorePeriod? = nil, promotionalOffers: [String] = [], eligibility: PromotionalOfferEligibility = .any) {
+        public init(
+            id: String, period: AppStorePeriod? = nil, promotionalOffers: [String] = [], eligibility: PromotionalOfferEligibility = .any,
+            consumptionMeter: String? = nil
+        ) {
             self.id = id
             self.period = period
             self.promotionalOffers = promotionalOffers
             self.eligibility = eligibility
+            self.consumptionMeter = consumptionMeter
         }
 
         public init(from decoder: any Decoder) throws {
@@ -134,6 +141,7 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
                 period = nil
                 promotionalOffers = []
                 eligibility = .any
+                consumptionMeter = nil
                 return
             }
             guard let container = try? decoder.container(keyedBy: CatalogKey.self) else {
@@ -141,8 +149,9 @@ public struct PlanCatalogDocument: Decodable, Sendable, Equatable {
                     codingPath: decoder.codingPath,
                     debugDescription: "not a product; expected a product id or {id: com.example.pro.monthly, period: P1M}"))
             }
-            try container.refuseUnknownKeys(["id", "period", "promotional_offers", "eligibility"])
+            try container.refuseUnknownKeys(["id", "period", "promotional_offers", "eligibility", "consumption_meter"])
             id = try container.required(String.self, "id")
+            consumptionMeter = try container.optional(String.self, "consumption_meter")
             promotionalOffers = try container.optional([String].self, "promotional_offers") ?? []
             for (index, offer) in promotionalOffers.enumerated() where !PlanCatalog.isAppStoreProductID(offer) {
                 throw DecodingError.dataCorrupted(.init(

@@ -24,6 +24,9 @@ public struct PlanTier: Sendable, Hashable {
     /// Whether the app offered a free sample, a trial or a description of the tier's content
     /// before purchase (`app_store.sample_content_provided`), as told to Apple in refund requests.
     public let appStoreSampleContentProvided: Bool
+    /// The meter (by id) whose use tells how much of a purchase of some of ``appStoreProducts``
+    /// was consumed (`consumption_meter`), told to Apple in refund requests.
+    public let appStoreConsumptionMeters: [String: String]
     /// Feature keys, in the catalog's order.
     public let features: [String]
     /// Limits, in the catalog's order.
@@ -35,7 +38,8 @@ public struct PlanTier: Sendable, Hashable {
         id: String, name: String, rank: Int64, description: String? = nil, prices: [PlanPrice] = [],
         products: [String] = [], appStoreProducts: [String] = [], appStorePeriods: [String: AppStorePeriod] = [:], features: [String] = [],
         limits: [PlanLimit] = [], pastDueGrace: PastDueGrace = .days(0), appStoreSubscriptionGroup: String? = nil,
-        appStoreOffers: [String: AppStoreProductOffers] = [:], appStoreSampleContentProvided: Bool = false
+        appStoreOffers: [String: AppStoreProductOffers] = [:], appStoreSampleContentProvided: Bool = false,
+        appStoreConsumptionMeters: [String: String] = [:]
     ) {
         self.id = id
         self.name = name
@@ -48,6 +52,7 @@ public struct PlanTier: Sendable, Hashable {
         self.appStoreSubscriptionGroup = appStoreSubscriptionGroup
         self.appStoreOffers = appStoreOffers
         self.appStoreSampleContentProvided = appStoreSampleContentProvided
+        self.appStoreConsumptionMeters = appStoreConsumptionMeters
         self.features = features
         self.limits = limits
         self.pastDueGrace = pastDueGrace

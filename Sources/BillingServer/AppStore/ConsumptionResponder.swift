@@ -25,8 +25,12 @@ import ServiceLifecycle
 public final class ConsumptionResponder: Service, Sendable {
     public struct Configuration: Sendable {
         public var policy: ConsumptionAnswerPolicy
-        /// Maps products to tiers (delivery), periods (consumption) and `sample_content_provided`.
+        /// Maps products to tiers (delivery), periods and `consumption_meter` (consumption) and
+        /// `sample_content_provided`.
         public var catalog: PlanCatalog
+        /// The scope the service API records usage in (the Stripe key's mode), where a
+        /// `consumption_meter`'s use is read.
+        public var usageScope: ServiceScope = .test
         /// How often it looks for due requests (a refund request waits at most this long; Apple
         /// gives 12 hours).
         public var pollInterval: Duration = .seconds(5)
@@ -62,6 +66,7 @@ public final class ConsumptionResponder: Service, Sendable {
     }
 
     private let store: any AppStoreConsumptionStore
+    private let usage: any UsageStore
     private let clients: [AppStoreEnvironment: AppStoreClient]
     private let configuration: Configuration
     private let metrics: BillingMetrics?
@@ -71,11 +76,13 @@ public final class ConsumptionResponder: Service, Sendable {
 
     /// - Parameter clients: the App Store Server API client of each environment answered; a
     ///   request of another environment waits (and expires) unanswered.
+    /// - Parameter usage: where the use of a product's `consumption_meter` is read.
     public init(
-        store: any AppStoreConsumptionStore, clients: [AppStoreEnvironment: AppStoreClient], configuration: Configuration,
-        metrics: BillingMetrics? = nil, logger: Logger
+        store: any AppStoreConsumptionStore, usage: any UsageStore, clients: [AppStoreEnvironment: AppStoreClient],
+        configuration: Configuration, metrics: BillingMetrics? = nil, logger: Logger
     ) {
         self.store = store
+        self.usage = usage
         self.clients = clients
         self.configuration = configuration
         self.metrics = metrics
@@ -161,7 +168,8 @@ public final class ConsumptionResponder: Service, Sendable {
             delivery: ConsumptionDelivery.status(
                 productHasTier: product.map { catalog.tier(appStoreProduct: $0) != nil } ?? false, historyRecords: context.historyRecords,
                 entitledThroughPurchase: context.entitledThroughPurchase),
-            sampleContentProvided: product.map { catalog.sampleContentProvided(appStoreProduct: $0) } ?? false)
+            sampleContentProvided: product.map { catalog.sampleContentProvided(appStoreProduct: $0) } ?? false,
+            usage: try await meterUse(of: context, now: configuration.now()))
         let decidedAt = configuration.now()
         switch configuration.policy.decide(facts, now: decidedAt) {
         case .expired:
@@ -188,11 +196,39 @@ public final class ConsumptionResponder: Service, Sendable {
             switch result {
             case .success(let status):
                 try await finish(.sent(appleStatus: status), request, at: at, metric: "sent", counting: &pass.sent)
-                logger.info("refund request answered", metadata: metadata.merging(["answer": "\(body.summary)"]) { $1 })
+                var answered = metadata
+                answered["answer"] = "\(body.summary)"
+                if let usage = facts.usage { answered["usage"] = "\(usage.meter) \(usage.used) of \(usage.limit)" }
+                logger.info("refund request answered", metadata: answered)
             case .failure(let error):
                 try await failed(request, error: error, attempts: request.attempts + 1, at: at, metadata: metadata, pass: &pass)
             }
         }
+    }
+
+    /// The use of the product's `consumption_meter` by the purchase's owner during the purchase:
+    /// the meter's total from its purchase date to its expiry (to now for a purchase without
+    /// one), against the limit the product's tier gives it — per unit of quantity counts once, as
+    /// for every App Store purchase. Nil without a meter, an owner, a purchase date, or a limit
+    /// that is a number above 0.
+    private func meterUse(of context: AppStoreConsumptionContext, now: Int64) async throws -> ConsumptionFacts.Usage? {
+        guard let transaction = context.transaction, let owner = context.owner, let purchased = transaction.purchaseDate,
+            let (meter, value) = configuration.catalog.consumptionMeter(appStoreProduct: transaction.productID)
+        else { return nil }
+        let limit: Int64
+        switch value {
+        case .count(let count): limit = count
+        case .perQuantity(let count): limit = count
+        case .unlimited: return nil
+        }
+        guard limit > 0 else { return nil }
+        // Unix ms to the seconds of usage records; the end is exclusive, so a record in the
+        // purchase's last second counts.
+        let end = transaction.expiresDate ?? now
+        let period = UsagePeriod(start: purchased / 1000, end: (end + 999) / 1000)
+        guard period.end > period.start else { return nil }
+        let used = try await usage.total(scope: configuration.usageScope, user: owner, meter: meter.id, period: period)
+        return ConsumptionFacts.Usage(meter: meter.id, used: used, limit: limit)
     }
 
     /// Records a call that failed: released when cancelled, retried when the failure may pass,

@@ -101,7 +101,8 @@ struct AppStoreParts {
     /// The responder to Apple's refund requests: with an App Store Server API client (a key, or
     /// local mode's stand-in); nil without one, and the requests wait unanswered.
     func consumptionResponder(
-        _ settings: Settings.AppStore, store: any LedgerStore, catalog: PlanCatalog?, metrics: BillingMetrics, logger: Logger
+        _ settings: Settings.AppStore, store: any LedgerStore, catalog: PlanCatalog?, usageScope: ServiceScope, metrics: BillingMetrics,
+        logger: Logger
     ) -> ConsumptionResponder? {
         guard !clients.isEmpty else {
             if verifier != nil {
@@ -109,10 +110,12 @@ struct AppStoreParts {
             }
             return nil
         }
+        var configuration = ConsumptionResponder.Configuration(
+            policy: ConsumptionAnswerPolicy(refund: settings.refundPreference), catalog: catalog ?? .freeOnly)
+        configuration.usageScope = usageScope
         return ConsumptionResponder(
-            store: store.appStoreConsumption, clients: clients,
-            configuration: .init(policy: ConsumptionAnswerPolicy(refund: settings.refundPreference), catalog: catalog ?? .freeOnly),
-            metrics: metrics, logger: logger)
+            store: store.appStoreConsumption, usage: store.usage, clients: clients, configuration: configuration, metrics: metrics,
+            logger: logger)
     }
 
     /// `POST /webhooks/appstore` (with a verifier), and the service API's restores and receipts.

@@ -103,7 +103,8 @@ public struct BillingDaemon: Sendable {
         appStore.adopt(local.appStore, logger: logger)
 
         var services = local.services + [.init(service: applier), .init(service: gauges)] + outbox.services
-        if let responder = appStore.consumptionResponder(settings.appStore, store: store, catalog: catalog, metrics: metrics, logger: logger) {
+        if let responder = appStore.consumptionResponder(
+            settings.appStore, store: store, catalog: catalog, usageScope: Self.scope(settings), metrics: metrics, logger: logger) {
             services.append(.init(service: responder))
         }
         if let scheduler = Self.reconcileScheduler(
@@ -272,7 +273,7 @@ public struct BillingDaemon: Sendable {
         summary["usage_report"] = stripe ? every(settings.usage.reportInterval) : "off"
         summary["refund_requests"] = appStoreAPI.isEmpty
             ? "off (no App Store API key)"
-            : "answered (\(appStoreAPI.joined(separator: ",")); refund preference \(settings.appStore.refundPreference.rawValue))"
+            : "answered (\(appStoreAPI.joined(separator: ",")); refund preference \(settings.appStore.refundPreference))"
         summary["app_webhooks"] = settings.outbox.webhookURLs.isEmpty ? "off" : "\(settings.outbox.webhookURLs.count) endpoint(s)"
         return summary
     }

@@ -219,10 +219,10 @@ extension SettingsTable {
     static let appStoreRefundPreference = Setting<AppStoreRefundPolicy>(
         "APPSTORE_REFUND_PREFERENCE", .appStore, default: "none", meaning: "refund preference told Apple in refund requests",
         parse: SettingParser { text, name throws(SettingsError) in
-            guard let policy = AppStoreRefundPolicy(rawValue: text.lowercased()) else {
+            guard let policy = AppStoreRefundPolicy(setting: text) else {
                 throw SettingsError.invalid(
                     name, text,
-                    "none (state no preference), decline, grant_full or grant_prorated: what billingd tells Apple it would like done with a refund request")
+                    "none (state no preference), decline, grant_full, grant_prorated, or by_usage:FULL,PRORATED (a full refund below FULL % of the purchase used, prorated below PRORATED %, declined from it; by_usage alone is by_usage:10,50): what billingd tells Apple it would like done with a refund request")
             }
             return policy
         })

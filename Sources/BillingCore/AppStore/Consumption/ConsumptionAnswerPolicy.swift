@@ -7,8 +7,10 @@
 /// 2. The purchase's owner did not consent (or billingd knows no owner): nothing is sent.
 /// 3. Otherwise a ``ConsumptionInformation`` with `customerConsented: true`, the delivery status
 ///    the ledger shows (``ConsumptionDelivery``), `sampleContentProvided` from the catalog, the
-///    refund preference of `APPSTORE_REFUND_PREFERENCE`, and a consumption percentage only where
-///    Apple takes one and billingd knows it (``consumptionPercentage(_:delivery:preference:now:)``).
+///    refund preference of `APPSTORE_REFUND_PREFERENCE` — for `by_usage`, the one its thresholds
+///    give the share of the purchase used (``shareUsed(_:now:)``) — and a consumption percentage
+///    only where Apple takes one and billingd knows it
+///    (``consumptionPercentage(_:delivery:preference:share:)``).
 public struct ConsumptionAnswerPolicy: Sendable, Equatable {
     /// How long after the notification Apple takes an answer: 12 hours.
     public static let answerWindow: Int64 = 12 * 3_600_000
@@ -28,41 +30,68 @@ public struct ConsumptionAnswerPolicy: Sendable, Equatable {
     public func decide(_ facts: ConsumptionFacts, now: Int64) -> ConsumptionDecision {
         guard now < Self.deadline(requestedAt: facts.requestedAt) else { return .expired }
         guard facts.consented else { return .noConsent }
-        let preference = refund.preference
+        let share = Self.shareUsed(facts, now: now)
+        let preference = refund.preference(shareUsed: share)
         return .send(ConsumptionInformation(
             customerConsented: true, deliveryStatus: facts.delivery, sampleContentProvided: facts.sampleContentProvided,
             refundPreference: preference,
             consumptionPercentage: facts.transaction.flatMap {
-                Self.consumptionPercentage($0, delivery: facts.delivery, preference: preference, now: now)
+                Self.consumptionPercentage($0, delivery: facts.delivery, preference: preference, share: share)
             }))
     }
 
-    /// The share of the purchase used, in milliunits, where Apple takes one and billingd knows it:
+    /// The share of the purchase its buyer used, in milliunits (100000 is all of it); nil when
+    /// billingd cannot tell:
+    ///
+    /// - not delivered: 0;
+    /// - a product the catalog gives a `consumption_meter`: the use of that meter during the
+    ///   purchase's period against the limit its tier gives the meter (``ConsumptionFacts/Usage``),
+    ///   at most all of it;
+    /// - otherwise a subscription (auto-renewable or not): the time used of its period, from its
+    ///   purchase to now (or its revocation, if earlier), of its purchase to its end — its expiry
+    ///   when Apple gives one, else its purchase plus the period the catalog gives the product
+    ///   (`period: P1M`); unknown without either;
+    /// - a consumable or non-consumable without a meter: unknown.
+    public static func shareUsed(_ facts: ConsumptionFacts, now: Int64) -> Int64? {
+        guard facts.delivery == .delivered else { return 0 }
+        if let usage = facts.usage { return usage.share }
+        guard let transaction = facts.transaction,
+            transaction.type == AppStoreTransaction.autoRenewable || transaction.type == AppStoreTransaction.nonRenewing,
+            let start = transaction.purchaseDate,
+            let end = transaction.expiresDate ?? transaction.period.map({ start + $0.productionSeconds * 1000 }), end > start
+        else { return nil }
+        let used = min(max(min(now, transaction.revocationDate ?? now), start), end) - start
+        return share(used, of: end - start)
+    }
+
+    /// The `consumptionPercentage` sent, where Apple takes one and billingd knows the share used:
     ///
     /// - an auto-renewable subscription: never (Apple computes it, and refuses one sent);
     /// - not delivered: 0, as Apple requires — left out instead with `GRANT_PRORATED`, which
     ///   takes only a share above 0;
-    /// - a non-renewing subscription: the time used of its period, from its purchase to now (or
-    ///   its revocation, if earlier), of its purchase to its end — its expiry when Apple gives
-    ///   one, else its purchase plus the period the catalog gives the product (`period: P1M`),
-    ///   left out without either; with `GRANT_PRORATED` kept strictly between 0 and 100 %, the
-    ///   range Apple takes a prorated share in;
-    /// - a consumable or non-consumable: unknown to billingd, left out.
+    /// - otherwise the share used (``shareUsed(_:now:)``), left out when unknown; with
+    ///   `GRANT_PRORATED` kept strictly between 0 and 100 %, the range Apple takes a prorated
+    ///   share in.
     public static func consumptionPercentage(
         _ transaction: ConsumptionFacts.Transaction, delivery: ConsumptionDeliveryStatus, preference: ConsumptionRefundPreference?,
-        now: Int64
+        share: Int64?
     ) -> Int64? {
         guard transaction.type != AppStoreTransaction.autoRenewable else { return nil }
         guard delivery == .delivered else { return preference == .grantProrated ? nil : 0 }
-        guard transaction.type == AppStoreTransaction.nonRenewing, let start = transaction.purchaseDate,
-            let end = transaction.expiresDate ?? transaction.period.map({ start + $0.productionSeconds * 1000 }), end > start
-        else { return nil }
-        let used = min(max(min(now, transaction.revocationDate ?? now), start), end) - start
-        // Integer milliunits of the share, rounded down: (used / length) × 100000.
-        let share = Int64((Double(used) / Double(end - start) * Double(ConsumptionInformation.fullConsumption)).rounded(.down))
+        guard let share else { return nil }
         let full = ConsumptionInformation.fullConsumption
         guard preference == .grantProrated else { return min(max(share, 0), full) }
         return min(max(share, 1), full - 1)
+    }
+
+    /// `part / whole` in milliunits, rounded down, at most all of it; exact for any counts.
+    public static func share(_ part: Int64, of whole: Int64) -> Int64 {
+        let full = ConsumptionInformation.fullConsumption
+        guard whole > 0 else { return part > 0 ? full : 0 }
+        guard part < whole else { return full }
+        guard part > 0 else { return 0 }
+        let product = part.multipliedFullWidth(by: full)
+        return whole.dividingFullWidth(product).quotient
     }
 }
 
@@ -90,6 +119,24 @@ public struct ConsumptionFacts: Sendable, Equatable {
         }
     }
 
+    /// The use of the product's `consumption_meter` during the purchase.
+    public struct Usage: Sendable, Equatable {
+        public var meter: String
+        /// The meter's total from the purchase to its expiry (or to now, for a purchase without one).
+        public var used: Int64
+        /// The limit the product's tier gives the meter, above 0.
+        public var limit: Int64
+
+        public init(meter: String, used: Int64, limit: Int64) {
+            self.meter = meter
+            self.used = used
+            self.limit = limit
+        }
+
+        /// The share of the limit used, in milliunits: at most all of it.
+        public var share: Int64 { ConsumptionAnswerPolicy.share(used, of: limit) }
+    }
+
     /// The notification's `signedDate`, Unix ms: the window runs from it.
     public var requestedAt: Int64
     /// Whether the purchase's owner has consented to share consumption data with Apple; false
@@ -100,15 +147,20 @@ public struct ConsumptionFacts: Sendable, Equatable {
     public var delivery: ConsumptionDeliveryStatus
     /// The catalog's `app_store.sample_content_provided` for the product's tier.
     public var sampleContentProvided: Bool
+    /// Nil when the catalog names no `consumption_meter` for the product, or its tier's limit
+    /// for it is no number above 0 (unlimited says nothing of a share).
+    public var usage: Usage?
 
     public init(
-        requestedAt: Int64, consented: Bool, transaction: Transaction?, delivery: ConsumptionDeliveryStatus, sampleContentProvided: Bool
+        requestedAt: Int64, consented: Bool, transaction: Transaction?, delivery: ConsumptionDeliveryStatus, sampleContentProvided: Bool,
+        usage: Usage? = nil
     ) {
         self.requestedAt = requestedAt
         self.consented = consented
         self.transaction = transaction
         self.delivery = delivery
         self.sampleContentProvided = sampleContentProvided
+        self.usage = usage
     }
 }
 
