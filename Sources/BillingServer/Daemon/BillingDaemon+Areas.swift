@@ -144,13 +144,15 @@ struct OutboxParts {
         (sender.map { [.init(service: $0)] } ?? []) + [.init(service: reviewer)]
     }
 
-    static func build(_ settings: Settings.Outbox, store: any LedgerStore, metrics: BillingMetrics, logger: Logger) throws -> OutboxParts {
+    static func build(
+        _ settings: Settings.Outbox, store: any LedgerStore, metrics: BillingMetrics, space: StoreSpaceWatch, logger: Logger
+    ) throws -> OutboxParts {
         var sender: OutboxSender?
         if !settings.webhookURLs.isEmpty {
             var configuration = OutboxSender.Configuration(signer: try settings.signer())
             configuration.connectTimeout = settings.connectTimeout
             configuration.timeout = settings.timeout
-            sender = OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger)
+            sender = OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger, space: space)
         }
         return OutboxParts(sender: sender, reviewer: OutboxReviewer(store: store.outbox, logger: logger, queued: { [sender] in sender?.wake() }))
     }

@@ -107,6 +107,25 @@ public struct SQLiteDatabase: Sendable {
         }
     }
 
+    /// Proves the database has room for a large delivery (``LedgerStore/checkSpace()``): writes
+    /// ``spaceCheckBytes`` into new pages and removes them in one committed transaction. The pages
+    /// freed go to the free list, where the next write finds them.
+    public func checkSpace() async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO meta(key, value) VALUES ('space_checked', randomblob(?)) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [spaceCheckBytes])
+            try db.execute(sql: "DELETE FROM meta WHERE key = 'space_checked'")
+        }
+    }
+
+    /// Whether `error` is SQLite's `SQLITE_FULL` (see ``StoreFull``): a full disk, or the
+    /// database at its `max_page_count`. A failed write of the unix VFS is `SQLITE_FULL` when
+    /// the disk had no space (`ENOSPC`), `SQLITE_IOERR_WRITE` for any other cause.
+    public static func isFull(_ error: any Error) -> Bool {
+        (error as? DatabaseError)?.resultCode == .SQLITE_FULL
+    }
+
     /// The value of `PRAGMA synchronous` on the writer connection (2 = FULL).
     public func synchronousLevel() throws -> Int {
         try writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
