@@ -57,25 +57,26 @@ public final class StoreSpaceWatch: Service, Sendable {
     public func refused(_ error: any Error, writer: String) -> Bool {
         guard StoreFull.matches(error) else { return false }
         metrics.count(Self.refusalsName, dimensions: [("reason", "disk_full")])
-        begin(error, writer: writer)
+        begin(error, writer: writer, refusals: 1)
         return true
     }
 
-    /// Begins an episode unless one is under way; the first says so in the log.
-    private func begin(_ error: any Error, writer: String) {
+    /// Begins an episode unless one is under way, and adds `refusals` to it; the first says so
+    /// in the log.
+    private func begin(_ error: any Error, writer: String, refusals: Int) {
         let began = episode.withLock { episode in
             guard episode != nil else {
-                episode = Episode(began: .now, refusals: 1)
+                episode = Episode(began: .now, refusals: refusals)
                 return true
             }
-            episode!.refusals += 1
+            episode!.refusals += refusals
             return false
         }
         if began {
             metrics.gauge(Self.gaugeName, 1)
             logger.error(
                 "the ledger store is full: deliveries and writes are refused with 503 store_full (Stripe and Apple retry them), nothing acknowledged is lost",
-                metadata: ["error": "\(error)", "writer": "\(writer)", "hint": "\(hint); billingd resumes on its own once there is room"])
+                metadata: ["error": "\(StoreFull.reason(error))", "writer": "\(writer)", "hint": "\(hint); billingd resumes on its own once there is room"])
         }
     }
 
@@ -99,7 +100,7 @@ public final class StoreSpaceWatch: Service, Sendable {
         do {
             try await store.checkSpace()
         } catch {
-            if StoreFull.matches(error) { begin(error, writer: "space_check") }
+            if StoreFull.matches(error) { begin(error, writer: "space_check", refusals: 0) }
             throw error
         }
         wrote()

@@ -126,6 +126,13 @@ public struct SQLiteDatabase: Sendable {
         (error as? DatabaseError)?.resultCode == .SQLITE_FULL
     }
 
+    /// SQLite's code and message of an SQLite error ("SQLite error 13: database or disk is
+    /// full"), without the statement GRDB's description adds; nil for any other error.
+    static func reason(_ error: any Error) -> String? {
+        guard let error = error as? DatabaseError else { return nil }
+        return "SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "\(error.resultCode)")"
+    }
+
     /// The value of `PRAGMA synchronous` on the writer connection (2 = FULL).
     public func synchronousLevel() throws -> Int {
         try writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }

@@ -11,4 +11,10 @@ public enum StoreFull {
     public static func matches(_ error: any Error) -> Bool {
         SQLiteDatabase.isFull(error) || PostgresStoreError.isDiskFull(error)
     }
+
+    /// What the backend said, for a log line: SQLite's code and message without the statement,
+    /// PostgreSQL's message and SQLSTATE (``PostgresStoreError/reason(_:)``), never a bound value.
+    public static func reason(_ error: any Error) -> String {
+        SQLiteDatabase.reason(error) ?? PostgresStoreError.reason(error)
+    }
 }
