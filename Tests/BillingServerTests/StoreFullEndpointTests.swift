@@ -168,4 +168,54 @@ struct StoreFullEndpointTests {
         }
         #expect(dependencies.space.isFull)
     }
+
+    @Test("serve's watch ends an episode on its own once there is room, with nothing sent: each tick checks while full", arguments: FullStoreBackend.allCases)
+    func watchRecoversWithoutTraffic(backend: FullStoreBackend) async throws {
+        try await FullStoreWorld.with(backend) { world in
+            let log = CapturedLog()
+            let metrics = BillingMetrics()
+            let space = StoreSpaceWatch(store: world.store, metrics: metrics, logger: log.logger(format: .text))
+            let committer = GroupCommitter(applier: world.applier)
+            try await world.room.fill()
+            let delivery = InboxDelivery(
+                envelope: try EventEnvelope(decoding: Self.largeEventBody(id: "evt_tick")), body: Self.largeEventBody(id: "evt_tick"),
+                receivedAt: 0, source: .webhook, secretIndex: 0)
+            do {
+                _ = try await committer.submit(delivery)
+                Issue.record("a full store took the delivery")
+            } catch {
+                #expect(space.refused(error, writer: "webhook"))
+            }
+            await space.tick()
+            #expect(space.isFull, "no room yet: the check fails and the episode goes on")
+            try await world.room.makeRoom()
+            await space.tick()
+            #expect(!space.isFull)
+            #expect(Self.sample(String(decoding: metrics.render(), as: UTF8.self), "billingd_store_full") == 0)
+            #expect(log.text.contains("store writable again"))
+        }
+    }
+
+    @Test("billingd_store_bytes{table}, billingd_store_database_bytes and billingd_store_free_bytes on /metrics after the watch reads the sizes", arguments: FullStoreBackend.allCases)
+    func sizesOnMetrics(backend: FullStoreBackend) async throws {
+        try await FullStoreWorld.with(backend) { world in
+            var dependencies = BillingServerDependencies(
+                store: world.store, verifier: SignatureVerifier(secrets: [testSecret]), committer: GroupCommitter(applier: world.applier),
+                metrics: BillingMetrics())
+            let space = StoreSpaceWatch(store: world.store, metrics: dependencies.metrics, logger: Logger(label: "test"))
+            dependencies.space = space
+            let app = makeApplication(dependencies)
+            try await app.test(.router) { client in
+                let body = Self.largeEventBody(id: "evt_sized")
+                #expect(try await client.execute(uri: "/webhooks/stripe", method: .post, headers: signedHeaders(body), body: ByteBuffer(bytes: body)).status == .ok)
+                await space.tick()
+                let exposition = String(buffer: try await client.execute(uri: "/metrics", method: .get).body)
+                let inboxBody = try #require(Self.sample(exposition, #"billingd_store_bytes{table="inboxbody"}"#))
+                let database = try #require(Self.sample(exposition, "billingd_store_database_bytes"))
+                #expect(inboxBody >= Double(body.count) / 4, "the body is measured (PostgreSQL compresses it)")
+                #expect(database >= inboxBody)
+                #expect(Self.sample(exposition, "billingd_store_free_bytes") != nil)
+            }
+        }
+    }
 }

@@ -14,6 +14,10 @@ import Synchronization
 /// It ends on its own once space returns: any write that commits ends it (a delivery, `/readyz`'s
 /// check), and as a service it checks every `interval` while full (``LedgerStore/checkSpace()``),
 /// so that it ends even when nothing is sent.
+///
+/// As a service it also publishes how much the store takes (``LedgerStore/sizes()``) every
+/// `sizesInterval`: `billingd_store_bytes{table}`, `billingd_store_database_bytes` and
+/// `billingd_store_free_bytes`.
 public final class StoreSpaceWatch: Service, Sendable {
     /// One full spell: when it began and how many writes it refused.
     private struct Episode {
@@ -25,21 +29,26 @@ public final class StoreSpaceWatch: Service, Sendable {
     private let metrics: BillingMetrics
     private let logger: Logger
     private let interval: Duration
+    private let sizesInterval: Duration
     /// What an operator does about it, for the error line: where to free space.
     private let hint: String
     private let episode = Mutex<Episode?>(nil)
+    /// When the sizes are next read.
+    private let nextSizes = Mutex<ContinuousClock.Instant>(.now)
 
     /// - Parameters:
     ///   - interval: how often the store's space is checked while it is full.
+    ///   - sizesInterval: how often the store's sizes are read (on SQLite a read of every page).
     ///   - hint: where to free space ("free space on the disk holding /var/lib/billingd").
     public init(
         store: any LedgerStore, metrics: BillingMetrics, logger: Logger, interval: Duration = .seconds(10),
-        hint: String = "free space on the disk that holds the ledger database"
+        sizesInterval: Duration = .seconds(600), hint: String = "free space on the disk that holds the ledger database"
     ) {
         self.store = store
         self.metrics = metrics
         self.logger = logger
         self.interval = interval
+        self.sizesInterval = sizesInterval
         self.hint = hint
         metrics.gauge(Self.gaugeName, 0)
     }
@@ -106,11 +115,40 @@ public final class StoreSpaceWatch: Service, Sendable {
         wrote()
     }
 
-    /// While full, checks the space every `interval` until graceful shutdown.
+    /// Reads the store's sizes into `billingd_store_bytes{table}`, `billingd_store_database_bytes`
+    /// and `billingd_store_free_bytes`; a failure is logged, and the gauges keep their last values.
+    public func refreshSizes() async {
+        do {
+            let sizes = try await store.sizes()
+            for (table, bytes) in sizes.tables {
+                metrics.gauge("billingd_store_bytes", Double(bytes), dimensions: [("table", table)])
+            }
+            metrics.gauge("billingd_store_database_bytes", Double(sizes.database))
+            metrics.gauge("billingd_store_free_bytes", Double(sizes.free))
+        } catch {
+            if !Task.isCancelled {
+                logger.warning("store sizes not read; billingd_store_bytes keeps its last values", metadata: ["error": "\(StoreFull.reason(error))"])
+            }
+        }
+    }
+
+    /// What the service does every `interval`: while full, checks for room (a failure keeps the
+    /// episode, and the next tick tries again); when `sizesInterval` has passed since the last
+    /// read (or at the first tick), reads the store's sizes.
+    public func tick() async {
+        if isFull { try? await checkSpace() }
+        let sizesDue = nextSizes.withLock { next in
+            guard ContinuousClock.now >= next else { return false }
+            next = .now + sizesInterval
+            return true
+        }
+        if sizesDue { await refreshSizes() }
+    }
+
+    /// Ticks every `interval` until graceful shutdown.
     public func run() async throws {
-        for try await _ in AsyncTimerSequence(interval: interval, clock: .continuous).cancelOnGracefulShutdown() where isFull {
-            // A failure keeps the episode (and is counted); the next tick tries again.
-            try? await checkSpace()
+        for try await _ in AsyncTimerSequence(interval: interval, clock: .continuous).cancelOnGracefulShutdown() {
+            await tick()
         }
     }
 }

@@ -134,6 +134,23 @@ public final class PostgresLedgerStore: Sendable {
         }
     }
 
+    /// How many bytes the database and each of its tables take (``LedgerStore/sizes()``): each
+    /// table of billingd's schema with its indexes and TOAST (`pg_total_relation_size`), read from
+    /// the files' sizes, not their pages.
+    public func sizes() async throws -> StoreSizes {
+        var tables: [String: Int64] = [:]
+        let rows = try await client.query(
+            """
+            SELECT c.relname::text, pg_total_relation_size(c.oid)
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()
+            """,
+            logger: logger)
+        for try await (name, bytes) in rows.decode((String, Int64).self) { tables[name.lowercased()] = bytes }
+        let database = try await client.single("SELECT pg_database_size(current_database())", as: Int64.self, logger: logger) ?? 0
+        return StoreSizes(tables: tables, database: database, free: 0)
+    }
+
     /// A value from the `meta` key-value table; nil when unset.
     public func metaValue(_ key: String) async throws -> String? {
         let rows = try await client.query("SELECT value FROM meta WHERE key = \(key)", logger: logger)

@@ -34,7 +34,8 @@ struct StoreFullTests {
         var object = EventFactory.object("subscription")
         object["id"] = "sub_full_\(index)"
         object["status"] = "active"
-        object["metadata"] = ["note": String(repeating: "room for this one? ", count: 900)]
+        // Random, so that PostgreSQL's TOAST cannot compress it away.
+        object["metadata"] = ["note": (0..<450).map { _ in UUID().uuidString }.joined()]
         return EventFactory.event(id: "evt_full_\(index)", type: "customer.subscription.updated", created: 100, object: object)
     }
 
@@ -126,6 +127,24 @@ struct StoreFullTests {
             #expect(!StoreFull.matches(try await serverError("out_of_memory")))
             #expect(!StoreFull.matches(try await serverError("unique_violation")))
             #expect(!StoreFull.matches(try await serverError("P0001")))
+        }
+    }
+
+    @Test("The store's sizes: each table with its indexes, by its lower-case name on both backends, within the database's", arguments: StoreBackend.allCases)
+    func sizes(backend: StoreBackend) async throws {
+        try await withLedgerThatFills(backend) { ledger, _ in
+            let before = try await ledger.store.sizes()
+            for table in ["inboxevent", "inboxbody", "subscription", "meta"] {
+                #expect(before.tables[table] != nil, "\(table) is measured")
+            }
+            try await ledger.ingest((0..<20).map(Self.largeEvent))
+            let after = try await ledger.store.sizes()
+            let grown = { (table: String) in (after.tables[table] ?? 0) - (before.tables[table] ?? 0) }
+            // Each body and each raw subscription holds 16 KB that does not compress.
+            #expect(grown("inboxbody") >= 20 * 16_000)
+            #expect(grown("subscription") >= 20 * 16_000)
+            #expect(after.tables.values.reduce(0, +) + after.free <= after.database)
+            #expect(after.database > before.database)
         }
     }
 }

@@ -48,6 +48,9 @@ public protocol LedgerStore: Sendable {
     /// so it needs the space a delivery would without keeping any. A rewrite in place, as
     /// ``checkWritable()`` does, can still succeed on a full disk.
     func checkSpace() async throws
+    /// How many bytes the store and each of its tables take. On SQLite this reads every page of
+    /// the file (SQLite's `dbstat`): call it every few minutes, never per scrape.
+    func sizes() async throws -> StoreSizes
     /// A value from the store's key-value settings (local mode's secret and PKI); nil when unset.
     func metaValue(_ key: String) async throws -> String?
     /// Sets a value in the store's key-value settings.
