@@ -66,20 +66,26 @@ public final class ConsumptionResponder: Service, Sendable {
     private let configuration: Configuration
     private let metrics: BillingMetrics?
     private let logger: Logger
+    /// Says when the store is full: no pass starts then (it could not record a claim or an answer).
+    private let space: StoreSpaceWatch?
     private let wakeups: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
-    /// - Parameter clients: the App Store Server API client of each environment answered; a
-    ///   request of another environment waits (and expires) unanswered.
+    /// - Parameters:
+    ///   - clients: the App Store Server API client of each environment answered; a request of
+    ///     another environment waits (and expires) unanswered.
+    ///   - space: told of a pass refused for want of space; while it says the store is full, the
+    ///     responder waits for room instead of trying every poll.
     public init(
         store: any AppStoreConsumptionStore, clients: [AppStoreEnvironment: AppStoreClient], configuration: Configuration,
-        metrics: BillingMetrics? = nil, logger: Logger
+        metrics: BillingMetrics? = nil, logger: Logger, space: StoreSpaceWatch? = nil
     ) {
         self.store = store
         self.clients = clients
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        self.space = space
         (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -100,9 +106,12 @@ public final class ConsumptionResponder: Service, Sendable {
                 }
                 continuation.yield()
                 for await _ in wakeups {
+                    if space?.isFull == true { continue }
                     do {
                         _ = try await answerDue()
                     } catch {
+                        // A full store is logged once per episode by the watch.
+                        if space?.refused(error, writer: "refund_requests") == true { continue }
                         logger.error("refund requests not answered this pass; retrying shortly", metadata: ["error": "\(error)"])
                     }
                 }

@@ -101,7 +101,8 @@ struct AppStoreParts {
     /// The responder to Apple's refund requests: with an App Store Server API client (a key, or
     /// local mode's stand-in); nil without one, and the requests wait unanswered.
     func consumptionResponder(
-        _ settings: Settings.AppStore, store: any LedgerStore, catalog: PlanCatalog?, metrics: BillingMetrics, logger: Logger
+        _ settings: Settings.AppStore, store: any LedgerStore, catalog: PlanCatalog?, metrics: BillingMetrics, space: StoreSpaceWatch,
+        logger: Logger
     ) -> ConsumptionResponder? {
         guard !clients.isEmpty else {
             if verifier != nil {
@@ -112,7 +113,7 @@ struct AppStoreParts {
         return ConsumptionResponder(
             store: store.appStoreConsumption, clients: clients,
             configuration: .init(policy: ConsumptionAnswerPolicy(refund: settings.refundPreference), catalog: catalog ?? .freeOnly),
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, space: space)
     }
 
     /// `POST /webhooks/appstore` (with a verifier), and the service API's restores and receipts.
@@ -154,6 +155,7 @@ struct OutboxParts {
             configuration.timeout = settings.timeout
             sender = OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger, space: space)
         }
-        return OutboxParts(sender: sender, reviewer: OutboxReviewer(store: store.outbox, logger: logger, queued: { [sender] in sender?.wake() }))
+        return OutboxParts(
+            sender: sender, reviewer: OutboxReviewer(store: store.outbox, logger: logger, space: space, queued: { [sender] in sender?.wake() }))
     }
 }

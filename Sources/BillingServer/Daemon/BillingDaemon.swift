@@ -104,7 +104,9 @@ public struct BillingDaemon: Sendable {
         appStore.adopt(local.appStore, logger: logger)
 
         var services = local.services + [.init(service: space), .init(service: applier), .init(service: gauges)] + outbox.services
-        if let responder = appStore.consumptionResponder(settings.appStore, store: store, catalog: catalog, metrics: metrics, logger: logger) {
+        if let responder = appStore.consumptionResponder(
+            settings.appStore, store: store, catalog: catalog, metrics: metrics, space: space, logger: logger)
+        {
             services.append(.init(service: responder))
         }
         if let scheduler = Self.reconcileScheduler(
