@@ -7,7 +7,7 @@ import Logging
 /// `HEAD` of both for checkers that send it (the same status and headers, without the body).
 ///
 /// While the store is full (``StoreSpaceWatch``) `/readyz` checks for room rather than for a
-/// write ( ``LedgerStore/checkSpace()``): 503 `store_full` until there is room for a delivery,
+/// write (``LedgerStore/checkSpace()``): 503 `store_full` until there is room for a delivery,
 /// then 200, which ends the episode.
 public struct HealthController: Sendable {
     let store: any LedgerStore
