@@ -281,6 +281,7 @@ let package = Package(
             name: "BillingTestSupport",
             dependencies: [
                 "BillingStore", .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/BillingTestSupport",
             swiftSettings: swiftSettings

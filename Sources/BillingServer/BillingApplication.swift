@@ -48,6 +48,9 @@ public struct BillingServerDependencies: Sendable {
     public var appStoreOfferSigner: AppStoreOfferSigner?
     /// Logs rejected requests, a flood of them in a few lines; the application runs it.
     public var rejections: RejectionLog
+    /// Tracks a full store (503 `store_full`, `/readyz`, `billingd_store_full`); `serve` runs it
+    /// as a service and shares it with the applier.
+    public var space: StoreSpaceWatch
     /// Bearer tokens of the revenue metrics API under `/v1/metrics/`; the API is off when empty.
     public var consoleTokens: [ConsoleToken] = []
     /// The metrics' reporting currency and its rates; nil: figures per currency only.
@@ -76,6 +79,7 @@ public struct BillingServerDependencies: Sendable {
         self.scope = scope
         self.stripe = stripe
         self.rejections = RejectionLog(logger: Logger(label: "billingd"))
+        self.space = StoreSpaceWatch(store: store, metrics: metrics, logger: Logger(label: "billingd"))
     }
 }
 
@@ -104,18 +108,18 @@ public enum BillingApplication {
         let router = Router(context: BillingRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: dependencies.metrics))
         let routeMethods = RouteMethods()
-        router.add(middleware: JSONErrorMiddleware(routes: routeMethods))
+        router.add(middleware: JSONErrorMiddleware(routes: routeMethods, space: dependencies.space))
         WebhookController(
             verifier: dependencies.verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-            rejections: dependencies.rejections, configuration: dependencies.webhook, now: dependencies.now
+            rejections: dependencies.rejections, space: dependencies.space, configuration: dependencies.webhook, now: dependencies.now
         ).addRoutes(to: router)
         if let verifier = dependencies.appStoreVerifier {
             AppStoreWebhookController(
                 verifier: verifier, committer: dependencies.committer, metrics: dependencies.metrics,
-                rejections: dependencies.rejections, configuration: dependencies.webhook, now: dependencies.now
+                rejections: dependencies.rejections, space: dependencies.space, configuration: dependencies.webhook, now: dependencies.now
             ).addRoutes(to: router)
         }
-        HealthController(store: dependencies.store).addRoutes(to: router)
+        HealthController(store: dependencies.store, space: dependencies.space).addRoutes(to: router)
         OpenAPIDocument.addRoutes(to: router)
         let users = UserController.Configuration(catalog: dependencies.plans, scope: dependencies.scope, now: dependencies.now)
         ServiceAPI(

@@ -18,6 +18,8 @@ public struct AppStoreWebhookController: Sendable {
     let metrics: BillingMetrics
     /// Logs rejections, a flood of them in a few lines.
     let rejections: RejectionLog
+    /// Told of a full store, and of each commit that ends one.
+    let space: StoreSpaceWatch
     let configuration: WebhookController.Configuration
     let now: @Sendable () -> Date
 
@@ -30,12 +32,13 @@ public struct AppStoreWebhookController: Sendable {
     ///   capped at ``maximumBodySize``.
     public init(
         verifier: AppStoreVerifier, committer: GroupCommitter, metrics: BillingMetrics, rejections: RejectionLog,
-        configuration: WebhookController.Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
+        space: StoreSpaceWatch, configuration: WebhookController.Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.verifier = verifier
         self.committer = committer
         self.metrics = metrics
         self.rejections = rejections
+        self.space = space
         self.configuration = configuration
         self.now = now
     }
@@ -73,12 +76,16 @@ public struct AppStoreWebhookController: Sendable {
         do {
             outcome = try await withDeadline(configuration.storeDeadline) { [committer] in try await committer.submit(prepared) }
         } catch {
+            // A full store is logged once per episode by the watch, not once per notification.
+            if space.refused(error, writer: "appstore_webhook") { throw APIError.storeFull("Apple will send it again") }
             logger.error("App Store notification not stored", metadata: ["notification": "\(notification.notificationUUID)", "error": "\(error)"])
             throw APIError(
                 .serviceUnavailable, reason: .storeUnavailable,
                 message: "The notification could not be stored durably; Apple will send it again.")
         }
         let duplicate = outcome == .duplicate
+        // A duplicate wrote nothing, so proves no room.
+        if !duplicate { space.wrote() }
         // The label is bounded: a type billingd does not apply (a new one of Apple's among them) counts as `other`.
         let type = notification.notificationType.isApplied ? notification.notificationType.rawValue : "other"
         metrics.count(

@@ -71,15 +71,20 @@ public final class ConsumptionResponder: Service, Sendable {
     private let configuration: Configuration
     private let metrics: BillingMetrics?
     private let logger: Logger
+    /// Says when the store is full: no pass starts then (it could not record a claim or an answer).
+    private let space: StoreSpaceWatch?
     private let wakeups: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
-    /// - Parameter clients: the App Store Server API client of each environment answered; a
-    ///   request of another environment waits (and expires) unanswered.
-    /// - Parameter usage: where the use of a product's `consumption_meter` is read.
+    /// - Parameters:
+    ///   - usage: where the use of a product's `consumption_meter` is read.
+    ///   - clients: the App Store Server API client of each environment answered; a request of
+    ///     another environment waits (and expires) unanswered.
+    ///   - space: told of a pass refused for want of space; while it says the store is full, the
+    ///     responder waits for room instead of trying every poll.
     public init(
         store: any AppStoreConsumptionStore, usage: any UsageStore, clients: [AppStoreEnvironment: AppStoreClient],
-        configuration: Configuration, metrics: BillingMetrics? = nil, logger: Logger
+        configuration: Configuration, metrics: BillingMetrics? = nil, logger: Logger, space: StoreSpaceWatch? = nil
     ) {
         self.store = store
         self.usage = usage
@@ -87,6 +92,7 @@ public final class ConsumptionResponder: Service, Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        self.space = space
         (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -107,9 +113,12 @@ public final class ConsumptionResponder: Service, Sendable {
                 }
                 continuation.yield()
                 for await _ in wakeups {
+                    if space?.isFull == true { continue }
                     do {
                         _ = try await answerDue()
                     } catch {
+                        // A full store is logged once per episode by the watch.
+                        if space?.refused(error, writer: "refund_requests") == true { continue }
                         logger.error("refund requests not answered this pass; retrying shortly", metadata: ["error": "\(error)"])
                     }
                 }

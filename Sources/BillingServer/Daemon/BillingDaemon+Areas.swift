@@ -102,7 +102,7 @@ struct AppStoreParts {
     /// local mode's stand-in); nil without one, and the requests wait unanswered.
     func consumptionResponder(
         _ settings: Settings.AppStore, store: any LedgerStore, catalog: PlanCatalog?, usageScope: ServiceScope, metrics: BillingMetrics,
-        logger: Logger
+        space: StoreSpaceWatch, logger: Logger
     ) -> ConsumptionResponder? {
         guard !clients.isEmpty else {
             if verifier != nil {
@@ -115,7 +115,7 @@ struct AppStoreParts {
         configuration.usageScope = usageScope
         return ConsumptionResponder(
             store: store.appStoreConsumption, usage: store.usage, clients: clients, configuration: configuration, metrics: metrics,
-            logger: logger)
+            logger: logger, space: space)
     }
 
     /// `POST /webhooks/appstore` (with a verifier), and the service API's restores and receipts.
@@ -147,14 +147,17 @@ struct OutboxParts {
         (sender.map { [.init(service: $0)] } ?? []) + [.init(service: reviewer)]
     }
 
-    static func build(_ settings: Settings.Outbox, store: any LedgerStore, metrics: BillingMetrics, logger: Logger) throws -> OutboxParts {
+    static func build(
+        _ settings: Settings.Outbox, store: any LedgerStore, metrics: BillingMetrics, space: StoreSpaceWatch, logger: Logger
+    ) throws -> OutboxParts {
         var sender: OutboxSender?
         if !settings.webhookURLs.isEmpty {
             var configuration = OutboxSender.Configuration(signer: try settings.signer())
             configuration.connectTimeout = settings.connectTimeout
             configuration.timeout = settings.timeout
-            sender = OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger)
+            sender = OutboxSender(store: store.outbox, configuration: configuration, metrics: metrics, logger: logger, space: space)
         }
-        return OutboxParts(sender: sender, reviewer: OutboxReviewer(store: store.outbox, logger: logger, queued: { [sender] in sender?.wake() }))
+        return OutboxParts(
+            sender: sender, reviewer: OutboxReviewer(store: store.outbox, logger: logger, space: space, queued: { [sender] in sender?.wake() }))
     }
 }

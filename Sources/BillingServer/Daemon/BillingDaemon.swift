@@ -76,6 +76,7 @@ public struct BillingDaemon: Sendable {
         let webhook = try await StripeWebhookParts.build(settings.stripe, local: options.local, store: store, logger: logger)
 
         let metrics = BillingMetrics()
+        let space = StoreSpaceWatch(store: store, metrics: metrics, logger: logger, hint: Self.spaceHint(settings))
         let gauges = RevenueGauges(
             reader: RevenueMetricsReader(
                 facts: store.metrics,
@@ -83,8 +84,8 @@ public struct BillingDaemon: Sendable {
             metrics: metrics, logger: logger)
         let applier = ApplierService(
             applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger,
-            didApply: { gauges.changed() })
-        let outbox = try OutboxParts.build(settings.outbox, store: store, metrics: metrics, logger: logger)
+            space: space, didApply: { gauges.changed() })
+        let outbox = try OutboxParts.build(settings.outbox, store: store, metrics: metrics, space: space, logger: logger)
         // A group commit that left deliveries queued, and reconcile storing recovered events, wake
         // the applier instead of leaving them to its next look; one that queued outbound events
         // wakes the sender.
@@ -102,9 +103,10 @@ public struct BillingDaemon: Sendable {
         let stripe = StripeAPIParts.build(settings.stripe, local: local.stripe, metrics: metrics, logger: logger)
         appStore.adopt(local.appStore, logger: logger)
 
-        var services = local.services + [.init(service: applier), .init(service: gauges)] + outbox.services
+        var services = local.services + [.init(service: space), .init(service: applier), .init(service: gauges)] + outbox.services
         if let responder = appStore.consumptionResponder(
-            settings.appStore, store: store, catalog: catalog, usageScope: Self.scope(settings), metrics: metrics, logger: logger) {
+            settings.appStore, store: store, catalog: catalog, usageScope: Self.scope(settings), metrics: metrics, space: space, logger: logger)
+        {
             services.append(.init(service: responder))
         }
         if let scheduler = Self.reconcileScheduler(
@@ -146,6 +148,7 @@ public struct BillingDaemon: Sendable {
         }
         dependencies.exchangeRates = settings.console.exchangeRates
         dependencies.rejections = RejectionLog(logger: logger)
+        dependencies.space = space
         dependencies.stripe = stripe.serviceClient
         dependencies.scope = Self.scope(settings)
         appStore.addRoutes(to: &dependencies, settings.appStore, logger: logger)
@@ -188,6 +191,15 @@ public struct BillingDaemon: Sendable {
         let appStoreLive = settings.stripe.apiKey == nil && settings.appStore.bundleID != nil && settings.appStore.appAppleID != nil
             && settings.appStore.environments.contains(.production)
         return .forAPIKey(isLive: settings.stripe.apiKeyIsLive ?? (appStoreLive ? true : nil))
+    }
+
+    /// Where an operator frees space when the store is full, for ``StoreSpaceWatch``'s error line.
+    static func spaceHint(_ settings: Settings) -> String {
+        if let postgres = settings.database.postgres {
+            return "free space on the PostgreSQL server's data disk (\(postgres.redacted)), or raise its quota"
+        }
+        let directory = URL(fileURLWithPath: settings.database.sqlitePath).standardizedFileURL.deletingLastPathComponent().path
+        return "free space on the disk holding \(directory) (the ledger, its -wal file and backups written there), e.g. `df -h \(directory)`"
     }
 
     /// Says when the catalog's Stripe meters will not be reported by serve.

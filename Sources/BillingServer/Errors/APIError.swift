@@ -18,6 +18,9 @@ public struct APIError: HTTPResponseError, Sendable, Equatable, CustomStringConv
         case event(EventDecodingError)
         /// A delivery could not be stored durably (503 `store_unavailable`): the sender retries it.
         case storeUnavailable
+        /// The store has no room left (503 `store_full`, with `Retry-After`): the sender retries
+        /// once space is freed (see ``StoreSpaceWatch``).
+        case storeFull
         /// Any other refusal, named by its stable code.
         case other(code: String)
 
@@ -28,6 +31,7 @@ public struct APIError: HTTPResponseError, Sendable, Equatable, CustomStringConv
             case .signature(let error): error.code
             case .event(let error): error.code
             case .storeUnavailable: "store_unavailable"
+            case .storeFull: "store_full"
             case .other(let code): code
             }
         }
@@ -71,6 +75,19 @@ public struct APIError: HTTPResponseError, Sendable, Equatable, CustomStringConv
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         response()
+    }
+
+    /// Seconds a client is told to wait (`Retry-After`) while the store is full: long enough
+    /// for an operator to free space, short enough that the app's own writes resume soon after.
+    public static let storeFullRetryAfter = 30
+
+    /// 503 `store_full` with `Retry-After`: nothing of the request was stored, for want of space.
+    /// - Parameter retried: who tries again, for the message ("Stripe will retry it").
+    public static func storeFull(_ retried: String) -> APIError {
+        APIError(
+            .serviceUnavailable, reason: .storeFull,
+            message: "The ledger store is full, so nothing was stored; \(retried) once the operator frees space.",
+            retryAfter: storeFullRetryAfter)
     }
 
     /// The JSON error response, for a caller that answers with it rather than throw it.

@@ -7,9 +7,11 @@ import Synchronization
 /// keep their status with a JSON body, a body that could not be read is the client's 4xx
 /// (``RequestBody/clientError(_:limit:)``), and anything unexpected is logged and becomes a 500
 /// without internals. A path billingd serves asked with a method it does not take is 405 with
-/// `Allow` (RFC 9110 §15.5.6), not 404: the route exists.
+/// `Allow` (RFC 9110 §15.5.6), not 404: the route exists. A write the store refused for want of
+/// space (``StoreFull``), on any route, is 503 `store_full` with `Retry-After`, and the watch is told.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let routes: RouteMethods
+    let space: StoreSpaceWatch
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -32,6 +34,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return response
         } catch {
             if let clientError = RequestBody.clientError(error) { throw clientError }
+            if space.refused(error, writer: "api") { throw APIError.storeFull("try again after Retry-After") }
             context.logger.error("unhandled error", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             throw APIError(.internalServerError, code: "internal_error", message: "billingd hit an internal error; see its log.")
         }

@@ -24,13 +24,22 @@ public final class OutboxReviewer: Service, Sendable {
     private let configuration: Configuration
     private let queued: @Sendable () -> Void
     private let logger: Logger
+    /// Says when the store is full: a look then waits for the next (it could not record a view).
+    private let space: StoreSpaceWatch?
 
-    /// - Parameter queued: called after a look that resolved a view (the sender then looks at once).
-    public init(store: any OutboxStore, configuration: Configuration = .init(), logger: Logger, queued: @escaping @Sendable () -> Void) {
+    /// - Parameters:
+    ///   - queued: called after a look that resolved a view (the sender then looks at once).
+    ///   - space: told of a look refused for want of space; while it says the store is full, no
+    ///     look starts.
+    public init(
+        store: any OutboxStore, configuration: Configuration = .init(), logger: Logger, space: StoreSpaceWatch? = nil,
+        queued: @escaping @Sendable () -> Void
+    ) {
         self.store = store
         self.configuration = configuration
         self.queued = queued
         self.logger = logger
+        self.space = space
     }
 
     public func run() async throws {
@@ -39,6 +48,11 @@ public final class OutboxReviewer: Service, Sendable {
             while !Task.isCancelled {
                 var wait = self.configuration.interval
                 do {
+                    // A full store could not record a view: wait for room (the watch) instead.
+                    if self.space?.isFull == true {
+                        try await Task.sleep(for: wait)
+                        continue
+                    }
                     try await self.reviewDue()
                     if let next = try await self.store.nextReview() {
                         let until = Duration.milliseconds(max(next - Self.nowMilliseconds(), 0))
@@ -46,6 +60,8 @@ public final class OutboxReviewer: Service, Sendable {
                     }
                 } catch is CancellationError {
                     return
+                } catch let error where self.space?.refused(error, writer: "outbox_review") == true {
+                    // A full store is logged once per episode by the watch.
                 } catch {
                     self.logger.error(
                         "reviewing users' views for changes due to time failed; retrying shortly", metadata: ["error": "\(error)"])

@@ -45,23 +45,33 @@ public final class OutboxSender: Service, Sendable {
     private let configuration: Configuration
     private let metrics: BillingMetrics
     private let logger: Logger
+    /// Says when the store is full (see ``init(store:transport:configuration:metrics:logger:space:)``).
+    private let space: StoreSpaceWatch?
     private let wakeups: AsyncStream<Void>
     private let continuation: AsyncStream<Void>.Continuation
 
     /// A sender over libcurl with `configuration.concurrency` connections per endpoint
     /// (``EndpointTransports``), so that an endpoint that hangs holds only its own.
-    public convenience init(store: any OutboxStore, configuration: Configuration, metrics: BillingMetrics, logger: Logger) {
+    public convenience init(
+        store: any OutboxStore, configuration: Configuration, metrics: BillingMetrics, logger: Logger, space: StoreSpaceWatch? = nil
+    ) {
         self.init(
             store: store, transport: EndpointTransports(connectionsPerEndpoint: configuration.concurrency), configuration: configuration,
-            metrics: metrics, logger: logger)
+            metrics: metrics, logger: logger, space: space)
     }
 
-    public init(store: any OutboxStore, transport: any HTTPTransport, configuration: Configuration, metrics: BillingMetrics, logger: Logger) {
+    /// - Parameter space: while it says the store is full, the sender sends nothing: it could not
+    ///   record the attempts, and would send the same events again at every poll.
+    public init(
+        store: any OutboxStore, transport: any HTTPTransport, configuration: Configuration, metrics: BillingMetrics, logger: Logger,
+        space: StoreSpaceWatch? = nil
+    ) {
         self.store = store
         self.transport = transport
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        self.space = space
         (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -112,6 +122,8 @@ public final class OutboxSender: Service, Sendable {
         await withDiscardingTaskGroup { group in
             var iterator = signals.makeAsyncIterator()
             while await iterator.next() != nil {
+                // A full store could not record what is sent: wait for room (the watch) instead.
+                if !draining, space?.isFull == true { continue }
                 let (running, stalled) = lanes.free()
                 let due: [OutboxMessage]
                 do {
@@ -160,7 +172,10 @@ public final class OutboxSender: Service, Sendable {
             try await store.record(attempts)
         } catch {
             failure = error
-            logger.error("outbox attempts not recorded; their events are sent again", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            // A full store is logged once per episode by the watch.
+            if space?.refused(error, writer: "outbox") != true {
+                logger.error("outbox attempts not recorded; their events are sent again", metadata: ["endpoint": "\(endpoint)", "error": "\(error)"])
+            }
         }
         let delivered = attempts.contains { $0.outcome == .delivered }
         lanes.end(endpoint, attempts: attempts.count, delivered: delivered, failure: failure)

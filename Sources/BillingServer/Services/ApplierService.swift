@@ -18,14 +18,20 @@ public final class ApplierService: Service, Sendable {
     private let continuation: AsyncStream<Void>.Continuation
     /// Told after a pass that applied events (the revenue gauges recompute).
     private let didApply: @Sendable () -> Void
+    /// Says when the store is full; the applier then waits for room instead of trying each second.
+    private let space: StoreSpaceWatch?
 
+    /// - Parameter space: told of a pass refused for want of space; while it says the store is
+    ///   full, no pass starts (the events stay queued, their tries not counted).
     public init(
-        applier: any EventApplier, inbox: any EventInbox, metrics: BillingMetrics, logger: Logger, didApply: @escaping @Sendable () -> Void = {}
+        applier: any EventApplier, inbox: any EventInbox, metrics: BillingMetrics, logger: Logger, space: StoreSpaceWatch? = nil,
+        didApply: @escaping @Sendable () -> Void = {}
     ) {
         self.applier = applier
         self.inbox = inbox
         self.metrics = metrics
         self.logger = logger
+        self.space = space
         self.didApply = didApply
         (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -49,6 +55,8 @@ public final class ApplierService: Service, Sendable {
                 // Inbox depth counts the queue; once a second is enough for a gauge.
                 var depthRecordedAt = ContinuousClock.now - .seconds(2)
                 for await _ in wakeups {
+                    // A full store would refuse the pass: the watch says when there is room.
+                    if space?.isFull == true { continue }
                     await drainOnce()
                     if ContinuousClock.now - depthRecordedAt >= .seconds(1) {
                         depthRecordedAt = .now
@@ -98,6 +106,8 @@ public final class ApplierService: Service, Sendable {
                 logger.debug("applied events", metadata: ["processed": "\(pass.processed)", "stale": "\(pass.stale)"])
             }
         } catch {
+            // A full store is logged once per episode by the watch.
+            if space?.refused(error, writer: "applier") == true { return }
             if !Task.isCancelled { logger.error("applier pass failed; retrying shortly", metadata: ["error": "\(error)"]) }
         }
     }

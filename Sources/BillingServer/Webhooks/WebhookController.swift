@@ -29,17 +29,20 @@ public struct WebhookController: Sendable {
     let metrics: BillingMetrics
     /// Logs rejections, a flood of them in a few lines.
     let rejections: RejectionLog
+    /// Told of a full store, and of each commit that ends one.
+    let space: StoreSpaceWatch
     let configuration: Configuration
     let now: @Sendable () -> Date
 
     public init(
         verifier: SignatureVerifier, committer: GroupCommitter, metrics: BillingMetrics, rejections: RejectionLog,
-        configuration: Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
+        space: StoreSpaceWatch, configuration: Configuration = .init(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.verifier = verifier
         self.committer = committer
         self.metrics = metrics
         self.rejections = rejections
+        self.space = space
         self.configuration = configuration
         self.now = now
     }
@@ -109,6 +112,8 @@ public struct WebhookController: Sendable {
         do {
             outcome = try await withDeadline(configuration.storeDeadline) { [committer] in try await committer.submit(prepared) }
         } catch {
+            // A full store is logged once per episode by the watch, not once per delivery.
+            if space.refused(error, writer: "webhook") { throw APIError.storeFull("Stripe will retry it") }
             logger.error(
                 "webhook not stored", metadata: ["event": "\(envelope.id)", "type": "\(envelope.type)", "error": "\(error)"])
             throw APIError(
@@ -116,6 +121,8 @@ public struct WebhookController: Sendable {
                 message: "The delivery could not be stored durably; Stripe will retry it.")
         }
         let duplicate = outcome == .duplicate
+        // A duplicate wrote nothing, so proves no room.
+        if !duplicate { space.wrote() }
         metrics.delivery(duplicate ? .duplicate : .accepted, eventType: envelope.type)
         let elapsed = ContinuousClock.now - started
         logger.info(
@@ -140,7 +147,7 @@ extension BillingMetrics.DeliveryOutcome {
         case .bodyTooLarge: self = .tooLarge
         case .signature(.noMatchingSignature): self = .badSignature
         case .signature(let error) where error.isStale: self = .staleTimestamp
-        case .storeUnavailable: self = .storeFailed
+        case .storeUnavailable, .storeFull: self = .storeFailed
         case .signature, .event, .other: self = .malformed
         }
     }

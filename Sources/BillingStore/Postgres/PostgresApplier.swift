@@ -49,13 +49,14 @@ package struct PostgresApplier: EventApplier {
     /// stored by the other, and events of one object are applied one after the other.
     ///
     /// If the transaction fails (a ledger write, a deadlock the server broke), the whole batch is
-    /// stored `pending` instead, for the drain to apply.
+    /// stored `pending` instead, for the drain to apply. A full disk (``StoreFull``) fails the
+    /// whole batch: none of it is stored, and every caller is refused.
     package func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
         do {
             return try await client.transaction(logger: logger) { connection in
                 try await storeApplying(batch, now: now, connection: connection)
             }
-        } catch {
+        } catch let error where !StoreFull.matches(error) {
             let deliveries = batch.map(\.delivery)
             let outcomes = try await client.transaction(logger: logger) { connection in
                 try await PostgresInbox.insert(deliveries, status: .pending, connection: connection, logger: logger)
@@ -191,14 +192,16 @@ package struct PostgresApplier: EventApplier {
 
     /// Applies claimed events in one transaction. As on SQLite, the batch is first written
     /// without savepoints; only if a ledger write fails is it written again with each event in
-    /// its own savepoint, so that one bad event fails alone.
+    /// its own savepoint, so that one bad event fails alone. A full disk (``StoreFull``) is no
+    /// event's fault: the pass fails, and its events come due again when the claim ends, their
+    /// tries not counted.
     func apply(_ claimed: [DueEvent], pass: String, now: Int64) async throws -> ApplyPass {
         let decoded = await DecodedDelivery.decodeConcurrently(claimed)
         do {
             return try await client.transaction(logger: logger) { connection in
                 try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: false, connection: connection)
             }
-        } catch {
+        } catch let error where !StoreFull.matches(error) {
             return try await client.transaction(logger: logger) { connection in
                 try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: true, connection: connection)
             }
@@ -231,8 +234,8 @@ package struct PostgresApplier: EventApplier {
                     tally.written(effect, outcome, account: event.account, livemode: event.livemode)
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
-                    // the batch with each event isolated.
-                    guard isolated else { throw error }
+                    // the batch with each event isolated. A full disk fails every event alike.
+                    guard isolated, !StoreFull.matches(error) else { throw error }
                     try await connection.query("ROLLBACK TO SAVEPOINT event", logger: logger)
                     try await connection.query("RELEASE SAVEPOINT event", logger: logger)
                     failure = "ledger write failed: \(PostgresStoreError.reason(error))"

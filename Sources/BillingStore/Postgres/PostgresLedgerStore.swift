@@ -117,6 +117,40 @@ public final class PostgresLedgerStore: Sendable {
         try await setMetaValue("ready_checked_at", String(Int64(Date().timeIntervalSince1970)))
     }
 
+    /// Proves the database has room for a large delivery (``LedgerStore/checkSpace()``): writes
+    /// ``spaceCheckBytes`` of text that does not compress (so TOAST stores it whole) and removes it
+    /// in one committed transaction.
+    public func checkSpace() async throws {
+        try await client.transaction(logger: logger) { [logger] connection in
+            try await connection.query(
+                """
+                INSERT INTO meta (key, value)
+                SELECT 'space_checked', string_agg(md5(random()::text || n::text), '')
+                FROM generate_series(1, \(spaceCheckBytes / 32)) AS n
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """,
+                logger: logger)
+            try await connection.query("DELETE FROM meta WHERE key = 'space_checked'", logger: logger)
+        }
+    }
+
+    /// How many bytes the database and each of its tables take (``LedgerStore/sizes()``): each
+    /// table of billingd's schema with its indexes and TOAST (`pg_total_relation_size`), read from
+    /// the files' sizes, not their pages.
+    public func sizes() async throws -> StoreSizes {
+        var tables: [String: Int64] = [:]
+        let rows = try await client.query(
+            """
+            SELECT c.relname::text, pg_total_relation_size(c.oid)
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()
+            """,
+            logger: logger)
+        for try await (name, bytes) in rows.decode((String, Int64).self) { tables[name.lowercased()] = bytes }
+        let database = try await client.single("SELECT pg_database_size(current_database())", as: Int64.self, logger: logger) ?? 0
+        return StoreSizes(tables: tables, database: database, free: 0)
+    }
+
     /// A value from the `meta` key-value table; nil when unset.
     public func metaValue(_ key: String) async throws -> String? {
         let rows = try await client.query("SELECT value FROM meta WHERE key = \(key)", logger: logger)
@@ -181,6 +215,21 @@ public enum PostgresStoreError: Error, CustomStringConvertible {
             """
         }
     }
+
+    /// Whether `error` is the server's SQLSTATE `53100` (`disk_full`, see ``StoreFull``): a data
+    /// file, a TOAST table or a temporary file could not grow. (A WAL write the disk refuses may
+    /// stop the server instead: billingd then sees the database down, `store_unavailable`.)
+    public static func isDiskFull(_ error: any Error) -> Bool {
+        if let transaction = error as? PostgresTransactionError {
+            let inner: [(any Error)?] = [transaction.closureError, transaction.commitError, transaction.beginError]
+            return inner.contains { $0.map(isDiskFull) ?? false }
+        }
+        guard let error = error as? PSQLError, error.code == .server else { return false }
+        return error.serverInfo?[.sqlState] == diskFullState
+    }
+
+    /// PostgreSQL's SQLSTATE of a full disk (class 53, insufficient resources).
+    public static let diskFullState = "53100"
 
     /// What went wrong, from postgres-nio's error: the server's message and SQLSTATE, or the
     /// connection's failure. PSQLError's own description hides all of it (the query's binds could

@@ -15,11 +15,12 @@ extension SQLiteApplier {
     ///
     /// A delivery that did not decode is stored `pending`, for the applier to retry with
     /// backoff. If a ledger write fails, the whole batch is stored `pending` instead, and the
-    /// applier isolates the bad event.
+    /// applier isolates the bad event. A full store (``StoreFull``) fails the whole batch: none of
+    /// it is stored, and every caller is refused.
     public func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
         do {
             return try await database.writer.write { db in try storeApplying(batch, now: now, db: db) }
-        } catch {
+        } catch let error where !StoreFull.matches(error) {
             let outcomes = try await database.writer.write { db in
                 try SQLiteInbox.insert(batch.map(\.delivery), status: .pending, db: db)
             }

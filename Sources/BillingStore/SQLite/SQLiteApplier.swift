@@ -45,11 +45,13 @@ public struct SQLiteApplier: EventApplier {
 
     /// Writes one batch in one transaction. Savepoints per event cost two statements each, so
     /// the batch is first written without them; only if a ledger write fails is it rolled back
-    /// and written again with each event in its own savepoint, so one bad event fails alone.
+    /// and written again with each event in its own savepoint, so one bad event fails alone. A
+    /// full store (``StoreFull``) is no event's fault: the pass fails, and its events stay due,
+    /// their tries not counted.
     private func write(_ due: [DueEvent], decoded: [DecodedDelivery], now: Int64) async throws -> ApplyPass {
         do {
             return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: false, db: db) }
-        } catch {
+        } catch let error where !StoreFull.matches(error) {
             return try await database.writer.write { db in try apply(due: due, decoded: decoded, now: now, isolated: true, db: db) }
         }
     }
@@ -107,8 +109,8 @@ public struct SQLiteApplier: EventApplier {
                     tally.written(effect, outcome, account: event.account, livemode: event.livemode)
                 } catch {
                     // Without savepoints the transaction cannot continue: let the caller retry
-                    // the batch with each event isolated.
-                    guard isolated else { throw error }
+                    // the batch with each event isolated. A full store fails every event alike.
+                    guard isolated, !StoreFull.matches(error) else { throw error }
                     failure = "ledger write failed: \(error)"
                 }
             case .fail(let reason):

@@ -107,6 +107,57 @@ public struct SQLiteDatabase: Sendable {
         }
     }
 
+    /// Proves the database has room for a large delivery (``LedgerStore/checkSpace()``): writes
+    /// ``spaceCheckBytes`` into new pages and removes them in one committed transaction. The pages
+    /// freed go to the free list, where the next write finds them.
+    public func checkSpace() async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT INTO meta(key, value) VALUES ('space_checked', randomblob(?)) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [spaceCheckBytes])
+            try db.execute(sql: "DELETE FROM meta WHERE key = 'space_checked'")
+        }
+    }
+
+    /// How many bytes the file and each table take (``LedgerStore/sizes()``): the pages of each
+    /// table and its indexes from SQLite's `dbstat` (Debian's SQLite is built with it), which
+    /// reads every page, on a reader connection beside the writer.
+    public func sizes() async throws -> StoreSizes {
+        try await writer.read { db in
+            let pageSize = try Int64.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+            let pages = try Int64.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+            var tables: [String: Int64] = [:]
+            // An index counts for its table; SQLite's own schema table is not in sqlite_schema.
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT lower(coalesce(s.tbl_name, d.name)) AS tableName, sum(d.pgsize) AS bytes
+                    FROM dbstat AS d LEFT JOIN sqlite_schema AS s ON s.name = d.name
+                    WHERE d.aggregate = 1
+                    GROUP BY 1
+                    """)
+            {
+                tables[row["tableName"]] = row["bytes"]
+            }
+            return StoreSizes(tables: tables, database: pages * pageSize, free: free * pageSize)
+        }
+    }
+
+    /// Whether `error` is SQLite's `SQLITE_FULL` (see ``StoreFull``): a full disk, or the
+    /// database at its `max_page_count`. A failed write of the unix VFS is `SQLITE_FULL` when
+    /// the disk had no space (`ENOSPC`), `SQLITE_IOERR_WRITE` for any other cause.
+    public static func isFull(_ error: any Error) -> Bool {
+        (error as? DatabaseError)?.resultCode == .SQLITE_FULL
+    }
+
+    /// SQLite's code and message of an SQLite error ("SQLite error 13: database or disk is
+    /// full"), without the statement GRDB's description adds; nil for any other error.
+    static func reason(_ error: any Error) -> String? {
+        guard let error = error as? DatabaseError else { return nil }
+        return "SQLite error \(error.extendedResultCode.rawValue): \(error.message ?? "\(error.resultCode)")"
+    }
+
     /// The value of `PRAGMA synchronous` on the writer connection (2 = FULL).
     public func synchronousLevel() throws -> Int {
         try writer.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }

@@ -32,6 +32,8 @@ public struct SQLiteLedgerStore: LedgerStore {
     }
 
     public func checkWritable() async throws { try await database.checkWritable() }
+    public func checkSpace() async throws { try await database.checkSpace() }
+    public func sizes() async throws -> StoreSizes { try await database.sizes() }
     public func metaValue(_ key: String) async throws -> String? { try await database.metaValue(key) }
     public func setMetaValue(_ key: String, _ value: String) async throws { try await database.setMetaValue(key, value) }
     public func backup(to path: String, overwrite: Bool) async throws -> LedgerBackup {

@@ -43,6 +43,14 @@ public protocol LedgerStore: Sendable {
 
     /// Proves the store accepts writes (for `/readyz`).
     func checkWritable() async throws
+    /// Proves the store has room for a large delivery (for `/readyz` and the watch while the store
+    /// is full): commits one transaction that writes ``spaceCheckBytes`` and removes them again,
+    /// so it needs the space a delivery would without keeping any. A rewrite in place, as
+    /// ``checkWritable()`` does, can still succeed on a full disk.
+    func checkSpace() async throws
+    /// How many bytes the store and each of its tables take. On SQLite this reads every page of
+    /// the file (SQLite's `dbstat`): call it every few minutes, never per scrape.
+    func sizes() async throws -> StoreSizes
     /// A value from the store's key-value settings (local mode's secret and PKI); nil when unset.
     func metaValue(_ key: String) async throws -> String?
     /// Sets a value in the store's key-value settings.
@@ -55,6 +63,11 @@ public protocol LedgerStore: Sendable {
     /// a pool of connections (PostgreSQL) closes by waiting for them; SQLite's closes at once.
     func close() async throws
 }
+
+/// How much ``LedgerStore/checkSpace()`` writes: more than nearly every delivery (a Stripe event
+/// is a few KB, an App Store notification about 15 KB), so that room for the check is room for
+/// the retried delivery.
+public let spaceCheckBytes = 64 << 10
 
 /// What a backup wrote.
 public struct LedgerBackup: Sendable {
