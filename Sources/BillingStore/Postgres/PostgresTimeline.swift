@@ -55,4 +55,13 @@ struct PostgresTimeline: TimelineStore {
             "DROP INDEX inboxEvent_object",
             #"CREATE INDEX outboxEvent_userCreated ON outboxEvent (account, livemode, "user", createdAt)"#,
         ])
+
+    /// A user's Checkout sessions on the timeline (`v15-timeline-checkout` on SQLite): the
+    /// sessions of their customers and those opened for them (`client_reference_id`), read by index.
+    static let checkoutMigration = PostgresMigrations.Migration(
+        version: "v13-timeline-checkout",
+        statements: [
+            "CREATE INDEX checkoutSession_customer ON checkoutSession (account, livemode, customer)",
+            "CREATE INDEX checkoutSession_clientReference ON checkoutSession (account, livemode, clientReferenceID)",
+        ])
 }

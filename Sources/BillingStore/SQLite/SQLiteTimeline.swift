@@ -57,4 +57,15 @@ extension SQLiteMigrations {
                 """)
         }
     }
+
+    /// A user's Checkout sessions on the timeline (`v13-timeline-checkout` on PostgreSQL): the
+    /// sessions of their customers and those opened for them (`client_reference_id`), read by index.
+    static func registerTimelineCheckoutMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v15-timeline-checkout") { db in
+            try db.execute(sql: """
+                CREATE INDEX checkoutSession_customer ON checkoutSession(account, livemode, customer);
+                CREATE INDEX checkoutSession_clientReference ON checkoutSession(account, livemode, clientReferenceID);
+                """)
+        }
+    }
 }

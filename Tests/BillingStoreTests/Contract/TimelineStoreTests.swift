@@ -39,13 +39,14 @@ struct TimelineStoreTests {
         return items
     }
 
-    /// The ids of the events of a lifecycle on an object of the user's customer, subscription or invoices.
+    /// The ids of the events of a lifecycle on an object of the user's customer, subscription,
+    /// invoices or Checkout session.
     static func linkedEventIDs(_ bodies: [[UInt8]]) throws -> Set<String> {
         Set(try bodies.compactMap { body -> String? in
             let event = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
             let object = try #require((event["data"] as? [String: Any])?["object"] as? [String: Any])
             let id = object["id"] as? String ?? ""
-            return ["cus_", "sub_", "in_"].contains { id.hasPrefix($0) } ? event["id"] as? String : nil
+            return ["cus_", "sub_", "in_", "cs_"].contains { id.hasPrefix($0) } ? event["id"] as? String : nil
         })
     }
 
@@ -59,8 +60,18 @@ struct TimelineStoreTests {
             let store = ledger.store.announcing(policy)
 
             // Stripe: user_0's lifecycle, and another user's that must not show.
-            let lifecycle = Lifecycle.customerLifecycle(0).map(\.body)
-            _ = try await store.inbox.insert(try (lifecycle + Lifecycle.customerLifecycle(1).map(\.body)).map(EventFactory.delivery))
+            // Checkout sessions opened for a user before any customer (client_reference_id alone): user_0's shows, user_1's not.
+            func openSession(_ user: Int) -> [UInt8] {
+                var session = EventFactory.object("checkout_session")
+                session["id"] = "cs_open_\(user)"
+                session["customer"] = NSNull()
+                session["client_reference_id"] = "user_\(user)"
+                session["subscription"] = NSNull()
+                session["status"] = "expired"
+                return EventFactory.event(id: "evt_open_\(user)", type: "checkout.session.expired", created: Self.t0 - 500, object: session)
+            }
+            let lifecycle = Lifecycle.customerLifecycle(0).map(\.body) + [openSession(0)]
+            _ = try await store.inbox.insert(try (lifecycle + Lifecycle.customerLifecycle(1).map(\.body) + [openSession(1)]).map(EventFactory.delivery))
             _ = try await store.applier(.init(firstRetryDelay: .zero)).drain()
             // Reconcile repairs sub_L0 from Stripe's API.
             var subscription = EventFactory.object("subscription")
@@ -116,7 +127,7 @@ struct TimelineStoreTests {
             #expect(Set(items.map { "\($0.kind.rawValue) \($0.tiebreak)" }).count == items.count)
 
             let stripe = of(.stripeEvent)
-            #expect(Set(stripe.compactMap(\.ref)) == (try Self.linkedEventIDs(lifecycle)), "every event of the user's customer, subscription and invoices, nobody else's")
+            #expect(Set(stripe.compactMap(\.ref)) == (try Self.linkedEventIDs(lifecycle)), "every event of the user's customer, subscription, invoices and Checkout session, nobody else's")
             #expect(stripe.allSatisfy { $0.source == "stripe" })
             #expect(stripe.contains { $0.ref == "evt_L0_1" && $0.summary == "customer.created on cus_L0" && $0.at == 1_780_000_000 })
             #expect(stripe.contains { $0.summary == "invoice.payment_failed on in_L0_2" })

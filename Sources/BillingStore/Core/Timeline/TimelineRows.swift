@@ -62,7 +62,7 @@ package enum TimelineRows {
         let userKey = key + [.text(user)]
         let customers: [LedgerValue] = [.text(user)] + key + key + [.text(user)]
         var sources = [
-            Source(sql: stripeEventsSQL, arguments: customers + key + key + key, scale: 1, item: stripeEvent),
+            Source(sql: stripeEventsSQL, arguments: customers + key + key + key + userKey + key, scale: 1, item: stripeEvent),
             Source(sql: subscriptionRepairsSQL, arguments: customers + key + key, scale: 1, item: subscriptionRepair),
             Source(sql: grantsCreatedSQL, arguments: userKey, scale: 1, item: grantCreated),
             Source(sql: grantsRevokedSQL, arguments: userKey, scale: 1, item: grantRevoked),
@@ -88,12 +88,17 @@ package enum TimelineRows {
         )
         """
 
-    /// Events of the user's customers, their subscriptions and invoices (`inboxEvent_objectCreated`).
+    /// Events of the user's customers, their subscriptions and invoices, and their Checkout
+    /// sessions — of their customers, or opened for them (`client_reference_id`) before a
+    /// customer existed (`inboxEvent_objectCreated`). Payment methods are not among them: a
+    /// detached one no longer names its customer, so its events would leave the timeline.
     static let stripeEventsSQL = """
         \(customersCTE), objects (id) AS (
             SELECT id FROM customers
             UNION SELECT id FROM subscription WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
             UNION SELECT id FROM invoice WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
+            UNION SELECT id FROM checkoutSession WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
+            UNION SELECT id FROM checkoutSession WHERE account = ? AND livemode = ? AND clientReferenceID = ?
         )
         SELECT created, eventID, type, objectID, status, source, lastError, seq FROM inboxEvent
         WHERE account = ? AND livemode = ? AND objectID IN (SELECT id FROM objects) AND created >= ? AND created < ?
