@@ -4,9 +4,10 @@ import Testing
 @testable import BillingServer
 
 /// The settings table is the one list of billingd's variables (issue 36): the parser reads only
-/// through it, and `--help`, the README's settings table and the env example name each of its
-/// variables. The README and the env example are written by hand; these tests keep them complete.
-@Suite("The settings table: the parser, --help, the README and the env example follow it")
+/// through it, and `--help`, the settings table of docs/configuration.md and the env example name
+/// each of its variables. That page and the env example are written by hand; these tests keep
+/// them complete.
+@Suite("The settings table: the parser, --help, docs/configuration.md and the env example follow it")
 struct SettingsTableTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let names = Settings.table.map(\.name)
@@ -50,10 +51,10 @@ struct SettingsTableTests {
         #expect(listed.subtracting(Self.names).sorted() == [], "in deploy/billingd.env.example but not a setting")
     }
 
-    @Test("The README's settings table lists every variable of the table and no other")
-    func readmeIsComplete() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n## Settings\n").dropFirst().first)
+    @Test("The settings table of docs/configuration.md lists every variable of the table and no other")
+    func configurationPageIsComplete() throws {
+        let page = try String(contentsOf: Self.root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let section = try #require(page.components(separatedBy: "\n## Settings\n").dropFirst().first)
             .components(separatedBy: "\n## ")[0]
         var listed: [String] = []
         for line in section.split(separator: "\n") where line.hasPrefix("| `") {
@@ -61,8 +62,8 @@ struct SettingsTableTests {
             let cell = line.dropFirst(2).prefix { $0 != "|" }
             listed += cell.split(separator: "`").map(String.init).filter { $0.first?.isUppercase == true && $0.allSatisfy { $0.isUppercase || $0.isNumber || $0 == "_" } }
         }
-        #expect(Set(listed).count == listed.count, "a variable is in the README's settings table twice")
-        #expect(Set(Self.names).subtracting(listed).sorted() == [], "missing from the README's settings table")
-        #expect(Set(listed).subtracting(Self.names).sorted() == [], "in the README's settings table but not a setting")
+        #expect(Set(listed).count == listed.count, "a variable is in docs/configuration.md's settings table twice")
+        #expect(Set(Self.names).subtracting(listed).sorted() == [], "missing from docs/configuration.md's settings table")
+        #expect(Set(listed).subtracting(Self.names).sorted() == [], "in docs/configuration.md's settings table but not a setting")
     }
 }
