@@ -16,7 +16,7 @@ struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Export invoice history as CSV or JSON Lines, exact to the cent, streamed.",
             discussion: """
-                Rows are ordered by creation time, then invoice id; the same ledger always gives byte-identical output. Amounts are given twice: as an exact decimal string in the currency's exponent (JPY 0, KWD 3, USD 2 …) and as integer minor units. The column schema is versioned (schema_version, see the README). The range is on the invoice's creation time, UTC, from inclusive and to exclusive: --from 2026-01 --to 2026-02 is January 2026.
+                Rows are ordered by creation time, then invoice id; the same ledger always gives byte-identical output. Amounts are given twice: as an exact decimal string in the currency's exponent (JPY 0, KWD 3, USD 2 …) and as integer minor units. The column schema is versioned (schema_version, see docs/export.md). The range is on the invoice's creation time, UTC, from inclusive and to exclusive: --from 2026-01 --to 2026-02 is January 2026.
 
                 --output is written to a temporary file beside it and moved into place only when complete, so it never holds half an export; an existing file is replaced only with --force, and only a regular file is ever written (a FIFO, device or symbolic link is refused: to feed one, write to standard output). A per-currency totals summary goes to standard error (or to --summary-json FILE), to tie out against Stripe's dashboard.
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 
 /// A command whose options were fine but which could not do what was asked: it prints its
-/// message without the usage text, and exits with a status that means one thing (the README's
+/// message without the usage text, and exits with a status that means one thing (docs/operations.md's
 /// "Exit statuses"). Bad options stay `ValidationError`s: exit 64 with the usage hint.
 struct CommandFailure: Error, CustomStringConvertible {
     /// The exit statuses, from BSD's sysexits where one fits.

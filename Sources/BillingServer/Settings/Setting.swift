@@ -1,7 +1,7 @@
 import Foundation
 
 /// The part of billingd a setting configures: the nesting of ``Settings`` and the order of the
-/// settings table in `--help`, the README and `deploy/billingd.env.example`.
+/// settings table in `--help`, docs/configuration.md and `deploy/billingd.env.example`.
 public enum SettingsArea: String, CaseIterable, Sendable {
     /// `serve`'s listener: address, timeouts, connection caps.
     case server

@@ -6,7 +6,7 @@ import Logging
 /// billingd's settings: environment variables, optionally from a `KEY=VALUE` config file
 /// named by `--config`; a variable set in the environment wins over the file. Nested by area,
 /// each variable read through its entry in ``SettingsTable``, the one list of name, default,
-/// parse and meaning that `--help`, the README and the env example follow.
+/// parse and meaning that `--help`, docs/configuration.md and the env example follow.
 public struct Settings: Sendable {
     public var server: Server
     public var database: Database

@@ -3,9 +3,9 @@ import Foundation
 import Logging
 
 /// Every variable billingd reads, once: name, area, default, meaning and how it is parsed. The
-/// parser (``Settings/init(reader:)``), `billingd --help` (``Settings/helpTable``), the README's
+/// parser (``Settings/init(reader:)``), `billingd --help` (``Settings/helpTable``), docs/configuration.md's
 /// settings table and `deploy/billingd.env.example` follow it; SettingsTableTests fails when the
-/// parser reads a variable that is not in ``all``, or the README or the example misses one.
+/// parser reads a variable that is not in ``all``, or docs/configuration.md or the example misses one.
 enum SettingsTable {
     /// The table in `--help` order: by area, then as an operator meets them.
     static let all: [SettingDescription] = [

@@ -21,7 +21,7 @@ import Synchronization
 ///
 /// Behind PgBouncer in transaction pooling mode this needs PgBouncer 1.21 or later with
 /// `max_prepared_statements` above zero (it tracks protocol-level prepared statements per server
-/// connection); see the README.
+/// connection); see docs/postgresql.md.
 enum PostgresPrepared {
     /// The process's names of prepared statements.
     static let names = PreparedNames(limit: 1_000)

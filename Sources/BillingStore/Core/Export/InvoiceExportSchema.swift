@@ -1,5 +1,5 @@
 /// The export's columns: a stable, versioned schema. Adding, removing, renaming or reordering a
-/// column, or changing what one means, bumps ``version`` (and the README's table).
+/// column, or changing what one means, bumps ``version`` (and docs/export.md's table).
 public enum InvoiceExportSchema {
     /// Written in every row as `schema_version`.
     public static let version = 1

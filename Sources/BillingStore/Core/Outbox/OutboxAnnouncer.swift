@@ -159,7 +159,7 @@ package enum OutboxAnnouncer {
             (self.account, self.source, self.changes) = (account, source, changes)
         }
 
-        /// Its fields, in the README's order, into the payload's object.
+        /// Its fields, in the order of docs/outbound-webhooks.md, into the payload's object.
         func write(into json: inout JSONBytesWriter) {
             json.field("id", id)
             json.field("type", type)
