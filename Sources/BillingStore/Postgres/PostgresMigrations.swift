@@ -40,6 +40,7 @@ package enum PostgresMigrations {
         PostgresTimeline.migration,
         PostgresMetricsIndex.migration,
         PostgresAppStoreConsumption.migration,
+        PostgresUsers.emailMigration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

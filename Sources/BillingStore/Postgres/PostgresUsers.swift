@@ -149,3 +149,12 @@ struct PostgresUsers: UserLedgerStore {
         }
     }
 }
+
+extension PostgresUsers {
+    /// The console's search by e-mail (`v14-customer-email` on SQLite): customers by
+    /// `lower(email)` in their account and mode, so that a support person's typing in any case
+    /// finds the address as Stripe kept it, without reading every customer.
+    static let emailMigration = PostgresMigrations.Migration(
+        version: "v12-customer-email",
+        statements: ["CREATE INDEX customer_email ON customer (account, livemode, lower(email))"])
+}
