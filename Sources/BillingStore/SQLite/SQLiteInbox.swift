@@ -158,7 +158,10 @@ public struct SQLiteInbox: EventInbox {
             var arguments: StatementArguments = []
             if !filter.statuses.isEmpty {
                 // Spelled as literals, so that SQLite can use the partial work index.
-                clauses.append("status IN (\(InboxStatus.sqlList(filter.statuses)))")
+                // In the order of the index's own list: SQLite matches a partial index's WHERE term
+                // by its spelling, and without it reads the whole inbox in seq order.
+                let statuses = InboxStatus.allCases.filter(filter.statuses.contains)
+                clauses.append("status IN (\(InboxStatus.sqlList(statuses)))")
             }
             for (column, value) in [("type", filter.type), ("objectID", filter.objectID), ("eventID", filter.eventID)] {
                 guard let value else { continue }
