@@ -33,7 +33,7 @@ final class ChangingMetricsFacts: MetricsFactStore {
 }
 
 /// A clock a test moves by hand.
-final class TestClock: Sendable {
+final class OverviewClock: Sendable {
     private let seconds: Mutex<Int64>
 
     init(_ seconds: Int64) {
@@ -51,9 +51,9 @@ final class TestClock: Sendable {
 @Suite("The console overview's kept figures: served as of their computation, recomputed after the ledger changed at most every interval")
 struct ConsoleOverviewFiguresTests {
     /// The scenario's facts with nothing in them yet, a clock on day 40, and figures kept over them.
-    func kept(_ configuration: ConsoleOverviewFigures.Configuration = .init()) throws -> (ChangingMetricsFacts, TestClock, ConsoleOverviewFigures) {
+    func kept(_ configuration: ConsoleOverviewFigures.Configuration = .init()) throws -> (ChangingMetricsFacts, OverviewClock, ConsoleOverviewFigures) {
         let facts = ChangingMetricsFacts(InMemoryMetricsFacts())
-        let clock = TestClock(MetricsScenario.d(40))
+        let clock = OverviewClock(MetricsScenario.d(40))
         let reader = RevenueMetricsReader(facts: facts, configuration: .init(scope: .test, catalog: try MetricsScenario.catalog, now: clock.date))
         return (facts, clock, ConsoleOverviewFigures(reader: reader, configuration: configuration))
     }
