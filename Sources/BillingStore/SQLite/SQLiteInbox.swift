@@ -265,10 +265,15 @@ extension SQLiteInbox {
                 if let status = InboxStatus(rawValue: row["status"]) { counts[status] = row["n"] }
             }
             // Commit order is arrival order: the lowest waiting seq is the oldest, found
-            // through the work index instead of a scan of the whole inbox.
+            // through the work index instead of a scan of the whole inbox. The index's own list
+            // of statuses, then dead left out: SQLite uses a partial index only for a query that
+            // spells its WHERE term, and read 1.5 million rows for `IN ('pending', 'failed')`.
             let oldest = try Int64.fetchOne(
                 db,
-                sql: "SELECT receivedAt FROM inboxEvent WHERE status IN (\(InboxStatus.sqlList(InboxStatus.waiting))) ORDER BY seq LIMIT 1")
+                sql: """
+                    SELECT receivedAt FROM inboxEvent WHERE status IN (\(InboxStatus.sqlList(queued))) AND status <> 'dead'
+                    ORDER BY seq LIMIT 1
+                    """)
             return InboxDepth(counts: counts, oldestPendingReceivedAt: oldest)
         }
     }
