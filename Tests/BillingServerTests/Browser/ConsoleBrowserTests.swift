@@ -183,7 +183,9 @@ struct ConsoleBrowserTests {
             let overview = try await console.pageText()
             #expect(overview.contains("MRR (USD)"), "\(overview.prefix(600))")
             #expect(overview.contains("$29.00"), "alice's Pro subscription is the MRR: \(overview.prefix(600))")
-            #expect(try await browser.findAll("svg.chart").count >= 2, "the MRR line and the movement bars")
+            #expect(try await browser.findAll("svg.chart").count == 1, "the MRR line; no empty movement chart")
+            // alice has paid the same since 40 days ago: her MRR did not move in the last 30 days.
+            #expect(try await browser.text("#no-movement-usd") == "No movement.", "\(overview.prefix(900))")
             let asOf = try await browser.text("#as-of")
             #expect(asOf.range(of: #"^Figures as of (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC\."#, options: .regularExpression) != nil, "\(asOf)")
             try await console.expectCleanLog("the overview")
