@@ -97,6 +97,8 @@ public struct ConsoleParts: Sendable {
     public var reconcile: ConsoleReconcileRunner?
     /// Counts wrong tokens at the sign-in.
     public var throttle = ConsoleSignInThrottle()
+    /// The overview's figures, kept current by serve's revenue gauges; nil: kept by the console's visits.
+    public var overviewFigures: ConsoleOverviewFigures?
 
     public init() {}
 }
@@ -151,7 +153,7 @@ public enum BillingApplication {
                 tokens: dependencies.consoleTokens, secureCookie: dependencies.console.secureCookie, scope: dependencies.scope,
                 catalog: dependencies.plans, exchangeRates: dependencies.exchangeRates, outboxEndpoints: dependencies.console.outboxEndpoints,
                 now: dependencies.now, inboxRequeued: dependencies.console.inboxRequeued, outboxRequeued: dependencies.console.outboxRequeued,
-                reconcile: dependencies.console.reconcile),
+                reconcile: dependencies.console.reconcile, overviewFigures: dependencies.console.overviewFigures),
             throttle: dependencies.console.throttle, rejections: dependencies.rejections
         ).addRoutes(to: router)
         let metrics = dependencies.metrics

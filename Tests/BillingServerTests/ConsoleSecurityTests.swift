@@ -318,6 +318,7 @@ struct ConsoleHTTPTests {
                 #expect(page.contains(ConsoleFormat.money(split.total, currency)), "\(currency)")
             }
             #expect(page.contains("<svg class=\"chart\""), "charts drawn by the server")
+            #expect(page.contains("Figures as of 00:00:00 UTC."), "the figures say when they were computed")
             #expect(page.contains("id=\"movement-"), "the movement's numbers in a table")
             let hostile = "<script>alert(1)</script>"
             let search = try await client.execute(

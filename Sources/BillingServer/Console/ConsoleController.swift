@@ -29,12 +29,15 @@ public struct ConsoleController: Sendable {
         public var outboxRequeued: @Sendable () -> Void
         /// Starts dry-run reconciles; nil without a Stripe key (no reconciler).
         public var reconcile: ConsoleReconcileRunner?
+        /// The overview's figures as `serve` keeps them (recomputed by the revenue gauges); nil:
+        /// the controller keeps its own, recomputed by visits.
+        public var overviewFigures: ConsoleOverviewFigures?
 
         public init(
             tokens: [ConsoleToken], secureCookie: Bool = false, scope: ServiceScope = .test, catalog: PlanCatalog = .freeOnly,
             exchangeRates: ExchangeRates? = nil, outboxEndpoints: [String] = [], now: @escaping @Sendable () -> Date = Date.init,
             inboxRequeued: @escaping @Sendable () -> Void = {}, outboxRequeued: @escaping @Sendable () -> Void = {},
-            reconcile: ConsoleReconcileRunner? = nil
+            reconcile: ConsoleReconcileRunner? = nil, overviewFigures: ConsoleOverviewFigures? = nil
         ) {
             self.tokens = tokens
             self.secureCookie = secureCookie
@@ -46,6 +49,7 @@ public struct ConsoleController: Sendable {
             self.inboxRequeued = inboxRequeued
             self.outboxRequeued = outboxRequeued
             self.reconcile = reconcile
+            self.overviewFigures = overviewFigures
         }
     }
 
@@ -55,6 +59,8 @@ public struct ConsoleController: Sendable {
     let sessions: ConsoleSessions
     let throttle: ConsoleSignInThrottle
     let rejections: RejectionLog
+    /// The overview page's figures, kept between visits.
+    let overviewFigures: ConsoleOverviewFigures
 
     public init(
         store: any LedgerStore, facts: (any MetricsFactStore)? = nil, configuration: Configuration, throttle: ConsoleSignInThrottle = .init(),
@@ -66,6 +72,14 @@ public struct ConsoleController: Sendable {
         sessions = ConsoleSessions(tokens: configuration.tokens)
         self.throttle = throttle
         self.rejections = rejections
+        overviewFigures = configuration.overviewFigures ?? ConsoleOverviewFigures(reader: Self.reader(self.facts, configuration))
+    }
+
+    /// The revenue metrics as the console reads them: in serve's mode, with its catalog and rates.
+    static func reader(_ facts: any MetricsFactStore, _ configuration: Configuration) -> RevenueMetricsReader {
+        RevenueMetricsReader(
+            facts: facts,
+            configuration: .init(scope: configuration.scope, catalog: configuration.catalog, exchangeRates: configuration.exchangeRates, now: configuration.now))
     }
 
     var now: Int64 { Int64(configuration.now().timeIntervalSince1970) }

@@ -22,7 +22,9 @@ struct ConsoleEventsPage {
         let store = parameters["store"].map(String.init).flatMap { ["stripe", "app_store"].contains($0) ? $0 : nil }
         let type = parameters["type"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         let inbox = console.store.inbox
-        let counts = try await inbox.countsByStatus()
+        // The queue's depth, read through the partial index of events not applied: counting the
+        // applied ones too would read the whole inbox (millions of rows on a large ledger).
+        let counts = try await inbox.depth().counts
         let events = try await inbox.list(InboxFilter(statuses: [.failed, .dead, .pending], type: type, limit: 500)).filter { event in
             switch store {
             case "stripe": !event.source.isAppStore
@@ -34,8 +36,7 @@ struct ConsoleEventsPage {
         body.append("""
             <div class="figures">\(ConsolePages.figure("Pending", String(counts[.pending] ?? 0), id: "count-pending"))\
             \(ConsolePages.figure("Failed", String(counts[.failed] ?? 0), id: "count-failed"))\
-            \(ConsolePages.figure("Dead", String(counts[.dead] ?? 0), id: "count-dead"))\
-            \(ConsolePages.figure("Applied", String(counts[.applied] ?? 0)))</div>
+            \(ConsolePages.figure("Dead", String(counts[.dead] ?? 0), id: "count-dead"))</div>
             <h2>Inbox deliveries not applied</h2>
             <form class="filters" method="get" action="/console/events">
             <select name="store" aria-label="Store"><option value="">both stores</option>\
@@ -55,7 +56,7 @@ struct ConsoleEventsPage {
             return [
                 "<code>\(event.eventID)</code>", "\(event.source.isAppStore ? "App Store" : "Stripe")",
                 "\(event.type)\(event.subtype.map { " / \($0)" } ?? "")", status, "\(event.attempts)",
-                "<span class=\"error\">\(event.lastError ?? "")</span>", "\(ConsoleFormat.time(event.receivedAt / 1000))", retry,
+                ConsolePages.errorSummary(event.lastError), "\(ConsoleFormat.time(event.receivedAt / 1000))", retry,
             ]
         }
         body.append("<section class=\"card\">\(ConsolePages.table(["Event", "Store", "Type", "Status", "Tries", "Error", "Received", ""], rows, numeric: [4], id: "inbox", empty: "Every delivery is applied."))</section>")
@@ -85,12 +86,12 @@ struct ConsoleEventsPage {
             } else {
                 state = "<span class=\"tag good\">sending</span>"
             }
-            return ["<code>\(Self.shown(endpoint))</code>", state, "\(backlog)", "\(dead)", "<span class=\"error\">\(lastError ?? "")</span>"]
+            return ["<code>\(Self.shown(endpoint))</code>", state, "\(backlog)", "\(dead)", ConsolePages.errorSummary(lastError)]
         }
         let failedRows: [[HTML]] = waiting.filter { $0.status == .failed || $0.status == .dead }.prefix(100).map { message in
             [
                 "<code>\(message.event.id)</code>", "\(message.event.type)", "\(message.event.user)", "<span class=\"tag bad\">\(message.status.rawValue)</span>",
-                "\(message.attempts)", "<span class=\"error\">\(message.lastError ?? "")</span>",
+                "\(message.attempts)", ConsolePages.errorSummary(message.lastError),
                 """
                 <form class="inline" method="post" action="/console/outbox/retry">\(ConsolePages.csrfField(csrf))\
                 <input type="hidden" name="id" value="\(message.event.id)"><button type="submit">Retry</button></form>

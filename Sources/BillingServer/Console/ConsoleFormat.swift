@@ -37,6 +37,15 @@ enum ConsoleFormat {
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) + " UTC"
     }
 
+    /// `13:40:05` (UTC), with the date before it when not the day of `today`: when figures were computed.
+    static func clock(_ seconds: Int64, today: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = seconds / 86_400 == today / 86_400 ? "HH:mm:ss" : "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
     /// `2026-11`.
     static func month(_ seconds: Int64) -> String {
         let formatter = DateFormatter()

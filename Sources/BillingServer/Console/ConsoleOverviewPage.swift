@@ -9,26 +9,18 @@ struct ConsoleOverviewPage {
     let console: ConsoleController
 
     func render(csrf: String) async throws -> HTML {
-        let configuration = console.configuration
-        let reader = RevenueMetricsReader(
-            facts: console.facts,
-            configuration: .init(scope: configuration.scope, catalog: configuration.catalog, exchangeRates: configuration.exchangeRates, now: configuration.now))
-        let now = console.now
-        let monthAgo = now - 30 * 86_400
-        // One refresh of the index for every figure of the page.
-        let index = try await reader.index()
-        let overview = reader.answer(try await index.overview(at: now))
-        var points: [(at: Int64, figures: MetricsOverview)] = []
-        for at in MetricsInterval.month.boundaries(from: now - 365 * 86_400, to: now) + [now] {
-            points.append((at, try await index.overview(at: at)))
-        }
-        let range = try MetricsRange(from: monthAgo, to: now)
-        let movement = try await RevenueMetricsReader.movement(index, range)
-        let churn = try await RevenueMetricsReader.churn(index, range)
-        let trials = try await RevenueMetricsReader.trials(index, range, now: now)
-        let revenue = try await reader.revenue(range, interval: .month)
+        let kept = try await console.overviewFigures.visit()
+        let (now, overview, movement, churn, trials) = (kept.asOf, kept.overview, kept.movement, kept.churn, kept.trials)
+        let points = kept.points.map { (at: $0.at, figures: $0.figures) }
 
         var body: [HTML] = []
+        let freshness = console.overviewFigures.configuration
+        let stale: HTML = console.now - now >= freshness.maximumAge ? " (being recomputed: reload in a minute)" : .empty
+        body.append("""
+            <p class="muted" id="as-of">Figures as of \(ConsoleFormat.clock(now, today: console.now)) UTC\(stale). \
+            They are recomputed when the ledger changes, at most every \(String(freshness.interval)) seconds, \
+            and every \(String(freshness.maximumAge / 60)) minutes while the console is open.</p>
+            """)
         let figures = overview.figures
         var cards: [HTML] = figures.mrr.keys.sorted().map { currency in
             ConsolePages.figure("MRR (\(currency.uppercased()))", ConsoleFormat.money(figures.mrr[currency]?.total ?? 0, currency), id: "mrr-\(currency)")
@@ -54,7 +46,7 @@ struct ConsoleOverviewPage {
         }
 
         body.append("<h2>MRR movement, last 30 days</h2>")
-        if movement.isEmpty { body.append("<p class=\"muted\">No movement.</p>") }
+        if movement.isEmpty { body.append("<p class=\"muted\" id=\"no-movement\">No movement.</p>") }
         for currency in movement.keys.sorted() {
             guard let change = movement[currency] else { continue }
             let bars: [(label: String, value: Int64)] = [
@@ -62,7 +54,12 @@ struct ConsoleOverviewPage {
                 ("contraction", -change.contraction), ("churned", -change.churned),
             ]
             body.append("<section class=\"card\"><h2>\(currency.uppercased())</h2>")
-            body.append(ConsoleChart.bars(bars, title: "MRR movement in \(currency.uppercased())") { ConsoleFormat.money($0, currency) })
+            if bars.allSatisfy({ $0.value == 0 }) {
+                // No bar to draw: an empty chart reads as a drawing that failed.
+                body.append("<p class=\"muted\" id=\"no-movement-\(currency)\">No movement.</p>")
+            } else {
+                body.append(ConsoleChart.bars(bars, title: "MRR movement in \(currency.uppercased())") { ConsoleFormat.money($0, currency) })
+            }
             body.append(ConsolePages.table(
                 ["Start", "New", "Reactivation", "Expansion", "Contraction", "Churned", "End"],
                 [[change.start, change.new, change.reactivation, change.expansion, change.contraction, change.churned, change.end].map {
@@ -94,10 +91,7 @@ struct ConsoleOverviewPage {
              ["Trials converted", "\(trials.stripe.converted)", "\(trials.appStore.converted)", "\(trials.total.converted)"],
              ["Trial conversion", "\(Self.conversion(trials.stripe))", "\(Self.conversion(trials.appStore))", "\(Self.conversion(trials.total))"]],
             numeric: [1, 2, 3], id: "last-30-days"))
-        var refunds: [String: RevenueFigures] = [:]
-        for bucket in revenue {
-            for (currency, split) in bucket.byCurrency { refunds[currency, default: .zero] += split.total }
-        }
+        let refunds = kept.revenue
         body.append(ConsolePages.table(
             ["Currency", "Gross revenue", "Refunds", "Refunded transactions"],
             refunds.keys.sorted().map { currency in

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 /// The console's page frame: the head with its stylesheet, the navigation and the sign-out form.
@@ -80,7 +81,26 @@ enum ConsolePages {
             "<tr>\(HTML(cells.enumerated().map { index, cell in "<td\(numeric.contains(index) ? HTML(" class=\"number\"") : .empty)>\(cell)</td>" }))</tr>"
         })
         let identifier: HTML = id.map { " id=\"\($0)\"" } ?? .empty
-        return "<table\(identifier)><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table>"
+        // Each table scrolls sideways on its own when its ids do not fit (a phone), not the page.
+        return "<div class=\"scroll\"><table\(identifier)><thead><tr>\(head)</tr></thead><tbody>\(body)</tbody></table></div>"
+    }
+
+    /// An error as one line: its first line, without the statement a database error quotes
+    /// (`… - while executing `INSERT …``), at most 120 characters; the whole text behind it in a
+    /// `<details>` when that is longer.
+    static func errorSummary(_ error: String?) -> HTML {
+        guard let error, !error.isEmpty else { return .empty }
+        let summary = summary(of: error)
+        guard summary != error else { return "<span class=\"error\">\(error)</span>" }
+        return "<details class=\"error\"><summary>\(summary)</summary><pre>\(error)</pre></details>"
+    }
+
+    static func summary(of error: String) -> String {
+        var line = error.split(whereSeparator: \.isNewline).first.map(String.init) ?? error
+        if let statement = line.range(of: " - while executing `") { line = String(line[..<statement.lowerBound]) }
+        line = line.trimmingCharacters(in: .whitespaces)
+        if line.count > 120 { line = String(line.prefix(119)).trimmingCharacters(in: .whitespaces) + "…" }
+        return line
     }
 
     static func figure(_ label: String, _ value: String, id: String? = nil) -> HTML {

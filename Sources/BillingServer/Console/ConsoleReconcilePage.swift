@@ -29,7 +29,7 @@ struct ConsoleReconcilePage {
             case .failed, .interrupted: "<span class=\"tag bad\">\(run.outcome.rawValue)</span>"
             }
             return ["\(run.id)", "\(run.mode)\(run.dryRun ? " (dry run)" : "")", outcome, "\(ConsoleFormat.time(run.startedAt))",
-                    "\(ConsoleFormat.time(run.finishedAt))", "\(run.objects)", "\(run.drift)", "\(run.repaired)", "<span class=\"error\">\(run.error ?? "")</span>"]
+                    "\(ConsoleFormat.time(run.finishedAt))", "\(run.objects)", "\(run.drift)", "\(run.repaired)", ConsolePages.errorSummary(run.error)]
         }
         body.append("<h2>Recent runs</h2><section class=\"card\">\(ConsolePages.table(["Run", "Mode", "Outcome", "Started", "Finished", "Objects", "Drift", "Repaired", "Error"], rows, numeric: [0, 5, 6, 7], id: "runs", empty: "No reconcile has run yet."))</section>")
         for run in runs.prefix(5) where run.drift > 0 {

@@ -77,11 +77,14 @@ public struct BillingDaemon: Sendable {
 
         let metrics = BillingMetrics()
         let space = StoreSpaceWatch(store: store, metrics: metrics, logger: logger, hint: Self.spaceHint(settings))
-        let gauges = RevenueGauges(
-            reader: RevenueMetricsReader(
-                facts: store.metrics,
-                configuration: .init(scope: Self.scope(settings), catalog: catalog ?? .freeOnly, exchangeRates: settings.console.exchangeRates)),
-            metrics: metrics, logger: logger)
+        let revenue = RevenueMetricsReader(
+            facts: store.metrics,
+            configuration: .init(scope: Self.scope(settings), catalog: catalog ?? .freeOnly, exchangeRates: settings.console.exchangeRates))
+        // The console's overview figures ride on the gauges' recomputations (after the applier
+        // applied, at most every few seconds, and on their timer): one refresh of the metrics
+        // index and one overview now serve both. Local mode's generated token turns it on later.
+        let overviewFigures = settings.console.tokens.isEmpty && options.local == nil ? nil : ConsoleOverviewFigures(reader: revenue)
+        let gauges = RevenueGauges(reader: revenue, consoleOverview: overviewFigures, metrics: metrics, logger: logger)
         let applier = ApplierService(
             applier: store.applier(.init(apiVersion: settings.stripe.apiVersion)), inbox: store.inbox, metrics: metrics, logger: logger,
             space: space, didApply: { gauges.changed() })
@@ -135,6 +138,7 @@ public struct BillingDaemon: Sendable {
             localConsoleToken = token
         }
         dependencies.console.secureCookie = settings.console.secureCookie
+        dependencies.console.overviewFigures = overviewFigures
         dependencies.console.outboxEndpoints = settings.outbox.webhookURLs
         dependencies.console.inboxRequeued = { applier.wake() }
         dependencies.console.outboxRequeued = { [sender = outbox.sender] in sender?.wake() }

@@ -11,6 +11,8 @@ import Synchronization
 /// A scrape reads the gauges, never the ledger: they are recomputed when the applier applied
 /// changes (``changed()``; a burst of changes is one recomputation at most every
 /// ``Configuration/settle``), and on a timer, because time passing alone ends trials and periods.
+/// With the console on, each recomputation also keeps the console overview's figures
+/// (``ConsoleOverviewFigures``) with the same refreshed index and overview, when they are due.
 public final class RevenueGauges: Service, Sendable {
     public struct Configuration: Sendable {
         /// Recomputed at least this often.
@@ -22,6 +24,7 @@ public final class RevenueGauges: Service, Sendable {
     }
 
     private let reader: RevenueMetricsReader
+    private let consoleOverview: ConsoleOverviewFigures?
     private let configuration: Configuration
     private let metrics: BillingMetrics
     private let logger: Logger
@@ -30,8 +33,12 @@ public final class RevenueGauges: Service, Sendable {
     /// The label sets set last time, to zero those that are gone; the last error logged.
     private let state = Mutex<(labels: Set<[String]>, lastError: String?)>(([], nil))
 
-    public init(reader: RevenueMetricsReader, configuration: Configuration = .init(), metrics: BillingMetrics, logger: Logger) {
+    public init(
+        reader: RevenueMetricsReader, consoleOverview: ConsoleOverviewFigures? = nil, configuration: Configuration = .init(),
+        metrics: BillingMetrics, logger: Logger
+    ) {
         self.reader = reader
+        self.consoleOverview = consoleOverview
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
@@ -40,6 +47,7 @@ public final class RevenueGauges: Service, Sendable {
 
     /// The ledger changed: recompute soon. Cheap, callable from any task.
     public func changed() {
+        consoleOverview?.changed()
         continuation.yield()
     }
 
@@ -48,6 +56,9 @@ public final class RevenueGauges: Service, Sendable {
     /// database would otherwise hold up the stop.
     public func run() async throws {
         let (continuation, interval, settle) = (self.continuation, configuration.interval, configuration.settle)
+        // A visit that finds the console's figures due wakes this loop instead of computing them.
+        consoleOverview?.setWake { continuation.yield() }
+        defer { consoleOverview?.setWake(nil) }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -70,9 +81,11 @@ public final class RevenueGauges: Service, Sendable {
 
     /// Reads the overview at `instant` (refreshing the metrics index) and sets every gauge.
     func recompute(at instant: Int64) async {
+        let index: any MetricsIndexReads
         let figures: MetricsOverview
         do {
-            figures = try await reader.index().overview(at: instant)
+            index = try await reader.index()
+            figures = try await index.overview(at: instant)
         } catch {
             if Task.isCancelled { return }
             let description = "\(error)"
@@ -106,6 +119,12 @@ public final class RevenueGauges: Service, Sendable {
         for (key, value) in values {
             let dimensions = stride(from: 1, to: key.count - 1, by: 2).map { (key[$0], key[$0 + 1]) }
             metrics.gauge(key[0], value, dimensions: dimensions)
+        }
+        do {
+            try await consoleOverview?.refreshIfDue(index: index, overview: figures, at: instant)
+        } catch {
+            // The page keeps serving the last figures, and says as of when.
+            if !Task.isCancelled { logger.warning("console overview figures not recomputed", metadata: ["error": "\(error)"]) }
         }
     }
 }

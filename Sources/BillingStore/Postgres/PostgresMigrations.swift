@@ -40,6 +40,7 @@ package enum PostgresMigrations {
         PostgresTimeline.migration,
         PostgresMetricsIndex.migration,
         PostgresAppStoreConsumption.migration,
+        PostgresUsers.emailMigration,
         PostgresTimeline.checkoutMigration,
     ]
 

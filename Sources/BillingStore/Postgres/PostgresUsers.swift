@@ -149,3 +149,16 @@ struct PostgresUsers: UserLedgerStore {
         }
     }
 }
+
+extension PostgresUsers {
+    /// The console's search (`v14-customer-email` on SQLite): customers by `lower(email)` in
+    /// their account and mode, so that a support person's typing in any case finds the address as
+    /// Stripe kept it without reading every customer; and App Store owners by original
+    /// transaction alone, which the primary key (environment first) does not serve.
+    static let emailMigration = PostgresMigrations.Migration(
+        version: "v12-customer-email",
+        statements: [
+            "CREATE INDEX customer_email ON customer (account, livemode, lower(email))",
+            "CREATE INDEX appStoreOwner_original ON appStoreOwner (originalTransactionID)",
+        ])
+}

@@ -158,7 +158,10 @@ public struct SQLiteInbox: EventInbox {
             var arguments: StatementArguments = []
             if !filter.statuses.isEmpty {
                 // Spelled as literals, so that SQLite can use the partial work index.
-                clauses.append("status IN (\(InboxStatus.sqlList(filter.statuses)))")
+                // In the order of the index's own list: SQLite matches a partial index's WHERE term
+                // by its spelling, and without it reads the whole inbox in seq order.
+                let statuses = InboxStatus.allCases.filter(filter.statuses.contains)
+                clauses.append("status IN (\(InboxStatus.sqlList(statuses)))")
             }
             for (column, value) in [("type", filter.type), ("objectID", filter.objectID), ("eventID", filter.eventID)] {
                 guard let value else { continue }
@@ -262,10 +265,15 @@ extension SQLiteInbox {
                 if let status = InboxStatus(rawValue: row["status"]) { counts[status] = row["n"] }
             }
             // Commit order is arrival order: the lowest waiting seq is the oldest, found
-            // through the work index instead of a scan of the whole inbox.
+            // through the work index instead of a scan of the whole inbox. The index's own list
+            // of statuses, then dead left out: SQLite uses a partial index only for a query that
+            // spells its WHERE term, and read 1.5 million rows for `IN ('pending', 'failed')`.
             let oldest = try Int64.fetchOne(
                 db,
-                sql: "SELECT receivedAt FROM inboxEvent WHERE status IN (\(InboxStatus.sqlList(InboxStatus.waiting))) ORDER BY seq LIMIT 1")
+                sql: """
+                    SELECT receivedAt FROM inboxEvent WHERE status IN (\(InboxStatus.sqlList(queued))) AND status <> 'dead'
+                    ORDER BY seq LIMIT 1
+                    """)
             return InboxDepth(counts: counts, oldestPendingReceivedAt: oldest)
         }
     }

@@ -57,6 +57,7 @@ enum SQLiteMigrations {
         registerTimelineMigrations(&migrator)
         registerMetricsIndexMigrations(&migrator)
         registerConsumptionMigrations(&migrator)
+        registerCustomerEmailMigrations(&migrator)
         registerTimelineCheckoutMigrations(&migrator)
         return migrator
     }

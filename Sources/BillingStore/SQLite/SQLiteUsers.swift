@@ -167,3 +167,19 @@ public struct SQLiteUsers: UserLedgerStore {
         return UserQueries.sorted(methods, customers: customers.count)
     }
 }
+
+extension SQLiteMigrations {
+    /// The console's search (`v12-customer-email` on PostgreSQL): customers by `lower(email)` in
+    /// their account and mode, so that a support person's typing in any case finds the address as
+    /// Stripe kept it without reading every customer (SQLite's `lower` folds ASCII letters only);
+    /// and App Store owners by original transaction alone, which the primary key (environment
+    /// first) cannot find for "every environment but Production" without a scan.
+    static func registerCustomerEmailMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v14-customer-email") { db in
+            try db.execute(sql: """
+                CREATE INDEX customer_email ON customer(account, livemode, lower(email));
+                CREATE INDEX appStoreOwner_original ON appStoreOwner(originalTransactionID);
+                """)
+        }
+    }
+}

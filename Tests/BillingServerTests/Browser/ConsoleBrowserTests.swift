@@ -183,7 +183,11 @@ struct ConsoleBrowserTests {
             let overview = try await console.pageText()
             #expect(overview.contains("MRR (USD)"), "\(overview.prefix(600))")
             #expect(overview.contains("$29.00"), "alice's Pro subscription is the MRR: \(overview.prefix(600))")
-            #expect(try await browser.findAll("svg.chart").count >= 2, "the MRR line and the movement bars")
+            #expect(try await browser.findAll("svg.chart").count == 1, "the MRR line; no empty movement chart")
+            // alice has paid the same since 40 days ago: her MRR did not move in the last 30 days.
+            #expect(try await browser.text("#no-movement-usd") == "No movement.", "\(overview.prefix(900))")
+            let asOf = try await browser.text("#as-of")
+            #expect(asOf.range(of: #"^Figures as of (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC\."#, options: .regularExpression) != nil, "\(asOf)")
             try await console.expectCleanLog("the overview")
             try await console.screenshots("overview")
 
@@ -212,6 +216,9 @@ struct ConsoleBrowserTests {
             #expect(try await browser.text("#count-failed").contains("1"))
             let inbox = try await browser.text("#inbox")
             #expect(inbox.contains(ConsoleUnderTest.failedEvent) && inbox.contains("disk full (simulated by the test)"), "\(inbox)")
+            #expect(!inbox.contains("while executing") && !inbox.contains("INSERT"), "the error in one line, the statement it quotes folded away: \(inbox)")
+            let idStyle = try await browser.execute("return getComputedStyle(document.querySelector('#inbox code')).whiteSpace;") as? String
+            #expect(idStyle == "nowrap", "an event id never breaks per character; the table scrolls instead")
             try await console.expectCleanLog("the events page")
             try await console.screenshots("events")
 

@@ -48,7 +48,7 @@ struct UserReadsContractTests {
         }
     }
 
-    @Test("The console's search finds a user by id, e-mail, Stripe customer, subscription and original transaction, in the mode searched only", arguments: StoreBackend.allCases)
+    @Test("The console's search finds a user by id, e-mail (in any case), Stripe customer, subscription and original transaction, in the mode searched only", arguments: StoreBackend.allCases)
     func searchFindsUsers(_ backend: StoreBackend) async throws {
         try await withLedger(backend) { ledger in
             try await ledger.deliver(Lifecycle.events())
@@ -64,6 +64,7 @@ struct UserReadsContractTests {
             }
             #expect(try await search("user_1") == [UserMatch(user: "user_1", field: .appUserID)])
             #expect(try await search("c1@example.com") == [UserMatch(user: "user_1", field: .email)])
+            #expect(try await search("C1@Example.COM") == [UserMatch(user: "user_1", field: .email)], "an e-mail is found whatever its case")
             #expect(try await search("cus_L2") == [UserMatch(user: "user_2", field: .stripeCustomer)])
             #expect(try await search("sub_L0") == [UserMatch(user: "user_0", field: .subscription)])
             #expect(try await search("700") == [UserMatch(user: "user_7", field: .originalTransactionID)])

@@ -4,7 +4,8 @@ import BillingCore
 /// placeholders, which the PostgreSQL reader numbers), its bindings, and the decoding of its rows
 /// through ``LedgerColumnReading``. A backend only runs them.
 enum UserQueries {
-    /// The console's search: customers by e-mail, id or subscription, tied to users by metadata
+    /// The console's search: customers by e-mail (whatever its case, through the
+    /// `customer_email` index on `lower(email)`), id or subscription, tied to users by metadata
     /// or Checkout link; users by their own id; with `appStore` (the platform account), owners of
     /// an original transaction of the mode's environment. Rows are (appUserID, field).
     static func matchingUsersSQL(appStore: Bool, livemode: Bool, limit: Int) -> String {
@@ -18,7 +19,7 @@ enum UserQueries {
             """ : ""
         return """
             WITH matched (customer, field) AS (
-                SELECT id, 'email' FROM customer WHERE account = ? AND livemode = ? AND email = ?
+                SELECT id, 'email' FROM customer WHERE account = ? AND livemode = ? AND lower(email) = lower(?)
                 UNION ALL SELECT id, 'stripe_customer' FROM customer WHERE account = ? AND livemode = ? AND id = ?
                 UNION ALL SELECT customer, 'subscription' FROM subscription WHERE account = ? AND livemode = ? AND id = ?
             )

@@ -1,0 +1,54 @@
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+@testable import BillingStore
+
+/// The console's reads find their rows through indexes: on a ledger of a million subscriptions a
+/// scan of the customers, the App Store owners or the inbox costs far beyond the page's 100 ms
+/// (docs/console.md, Speed).
+@Suite("The console's SQLite reads use indexes, never a scan of a large table")
+struct ConsoleQueryPlanTests {
+    /// The lines of `EXPLAIN QUERY PLAN` of `sql`, its parameters bound to NULL (the plan does not
+    /// depend on their values).
+    func plan(_ sql: String, in database: SQLiteDatabase) async throws -> [String] {
+        let arguments = StatementArguments([String?](repeating: nil, count: sql.filter { $0 == "?" }.count))
+        return try await database.writer.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
+        }
+    }
+
+    @Test("The search by e-mail, id, subscription and original transaction reads customers, subscriptions and owners by index", arguments: [false, true])
+    func search(livemode: Bool) async throws {
+        let database = try SQLiteDatabase.inMemory()
+        defer { try? database.close() }
+        let lines = try await plan(UserQueries.matchingUsersSQL(appStore: true, livemode: livemode, limit: 50), in: database)
+        #expect(lines.contains { $0.contains("customer USING INDEX customer_email") }, "\(lines)")
+        #expect(lines.contains { $0.contains("appStoreOwner USING") && $0.contains("appStoreOwner_original") } || livemode, "\(lines)")
+        for table in ["customer", "subscription", "appStoreOwner", "userLink"] {
+            #expect(!lines.contains { $0.hasPrefix("SCAN \(table)") }, "\(table) is scanned: \(lines)")
+        }
+    }
+
+    @Test("The events page's deliveries not applied, their counts and the oldest waiting are read through the partial work index, in any order of statuses asked")
+    func inboxNotApplied() async throws {
+        let database = try SQLiteDatabase.inMemory()
+        defer { try? database.close() }
+        let inbox = SQLiteInbox(database: database)
+        // The plan of the statement list() runs, through SQLite's own trace of it.
+        let statements = Mutex<[String]>([])
+        try await database.writer.write { db in
+            db.trace(options: .statement) { event in statements.withLock { $0.append("\(event)") } }
+        }
+        _ = try await inbox.list(InboxFilter(statuses: [.failed, .dead, .pending], limit: 500))
+        _ = try await inbox.depth()
+        let read = statements.withLock { $0 }.filter { $0.contains("FROM inboxEvent") }
+        #expect(read.count == 3, "the list, the depth's counts and its oldest waiting event: \(read)")
+        for statement in read {
+            let lines = try await plan(statement, in: database)
+            #expect(lines.contains { $0.contains("inboxEvent_work") }, "\(statement): \(lines)")
+            #expect(!lines.contains { $0.hasPrefix("SCAN inboxEvent") }, "\(statement): \(lines)")
+        }
+    }
+}
