@@ -44,6 +44,16 @@ struct FullStoreWorld {
             }
         }
     }
+
+    /// The server's dependencies over this ledger (the Stripe webhook with the test secret, a
+    /// group committer, fresh metrics), watched by a ``StoreSpaceWatch`` logging to `logger`.
+    func dependencies(logger: Logger = Logger(label: "test"), hint: String? = nil) -> BillingServerDependencies {
+        var dependencies = BillingServerDependencies(
+            store: store, verifier: SignatureVerifier(secrets: [testSecret]), committer: GroupCommitter(applier: applier), metrics: BillingMetrics())
+        dependencies.space = hint.map { StoreSpaceWatch(store: store, metrics: dependencies.metrics, logger: logger, hint: $0) }
+            ?? StoreSpaceWatch(store: store, metrics: dependencies.metrics, logger: logger)
+        return dependencies
+    }
 }
 
 @Suite("A full store: deliveries get 503 store_full with Retry-After, /readyz fails, and billingd recovers on its own")
@@ -67,11 +77,7 @@ struct StoreFullEndpointTests {
     func refusedThenRecovered(backend: FullStoreBackend) async throws {
         try await FullStoreWorld.with(backend) { world in
             let log = CapturedLog()
-            var dependencies = BillingServerDependencies(
-                store: world.store, verifier: SignatureVerifier(secrets: [testSecret]), committer: GroupCommitter(applier: world.applier),
-                metrics: BillingMetrics())
-            dependencies.space = StoreSpaceWatch(
-                store: world.store, metrics: dependencies.metrics, logger: log.logger(format: .text), hint: "free space on the test's disk")
+            let dependencies = world.dependencies(logger: log.logger(format: .text), hint: "free space on the test's disk")
             // The requests' lines in the same log, to show that a refused delivery adds none of its own.
             let app = BillingApplication.application(dependencies, host: "127.0.0.1", port: 0, logger: log.logger(format: .text))
             try await app.test(.router) { client in
@@ -129,11 +135,8 @@ struct StoreFullEndpointTests {
     @Test("/readyz while full checks for room: 503 store_full until there is room for a delivery, then 200, which ends the episode", arguments: FullStoreBackend.allCases)
     func readinessEndsTheEpisode(backend: FullStoreBackend) async throws {
         try await FullStoreWorld.with(backend) { world in
-            var dependencies = BillingServerDependencies(
-                store: world.store, verifier: SignatureVerifier(secrets: [testSecret]), committer: GroupCommitter(applier: world.applier),
-                metrics: BillingMetrics())
-            let space = StoreSpaceWatch(store: world.store, metrics: dependencies.metrics, logger: Logger(label: "test"))
-            dependencies.space = space
+            let dependencies = world.dependencies()
+            let space = dependencies.space
             let app = makeApplication(dependencies)
             try await app.test(.router) { client in
                 try await world.room.fill()
@@ -199,11 +202,8 @@ struct StoreFullEndpointTests {
     @Test("billingd_store_bytes{table}, billingd_store_database_bytes and billingd_store_free_bytes on /metrics after the watch reads the sizes", arguments: FullStoreBackend.allCases)
     func sizesOnMetrics(backend: FullStoreBackend) async throws {
         try await FullStoreWorld.with(backend) { world in
-            var dependencies = BillingServerDependencies(
-                store: world.store, verifier: SignatureVerifier(secrets: [testSecret]), committer: GroupCommitter(applier: world.applier),
-                metrics: BillingMetrics())
-            let space = StoreSpaceWatch(store: world.store, metrics: dependencies.metrics, logger: Logger(label: "test"))
-            dependencies.space = space
+            let dependencies = world.dependencies()
+            let space = dependencies.space
             let app = makeApplication(dependencies)
             try await app.test(.router) { client in
                 let body = Self.largeEventBody(id: "evt_sized")
