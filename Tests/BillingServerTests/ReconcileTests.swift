@@ -314,7 +314,8 @@ struct ReconcileCommandTests {
         let err = directory.appendingPathComponent("stderr").path
         let process = try ChildProcess.start(DaemonProcess.binaryPath, arguments, environment: environment, standardOutput: out, standardError: err)
         // Waits off the cooperative pool: the in-process fake answers the child on it.
-        let termination = await process.wait()
+        let termination = try await process.wait(
+            failingAfter: .seconds(600), describing: "billingd \(arguments.joined(separator: " "))", standardError: err)
         return Result(
             status: termination.status, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
             stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")

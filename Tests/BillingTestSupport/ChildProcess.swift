@@ -84,8 +84,11 @@ public final class ChildProcess: Sendable {
 
     /// Runs `path` to its end on a thread of its own (never the cooperative pool, which fakes in
     /// the same process need), and returns its termination with what it wrote.
+    /// - Parameter limit: how long the child may run; past it, it is killed and the call throws
+    ///   ``TimedOut`` (a command that never ends fails its test, naming itself, instead of
+    ///   holding the run until the suite's watchdog).
     public static func run(
-        _ path: String, _ arguments: [String], environment: [String: String]
+        _ path: String, _ arguments: [String], environment: [String: String], limit: Duration = .seconds(600)
     ) async throws -> (termination: Termination, stdout: String, stderr: String) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -93,7 +96,7 @@ public final class ChildProcess: Sendable {
         let out = directory.appendingPathComponent("stdout").path
         let err = directory.appendingPathComponent("stderr").path
         let child = try start(path, arguments, environment: environment, standardOutput: out, standardError: err)
-        let termination = await child.wait()
+        let termination = try await child.wait(failingAfter: limit, describing: ([path] + arguments).joined(separator: " "), standardError: err)
         return (
             termination, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
             (try? String(contentsOfFile: err, encoding: .utf8)) ?? ""
@@ -147,6 +150,32 @@ public final class ChildProcess: Sendable {
     public func wait() async -> Termination {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: self.waitBlocking()) }.start()
+        }
+    }
+
+    /// Waits for the end on a thread of its own, up to `limit`; past it, kills the child
+    /// (SIGKILL), reaps it, and throws ``TimedOut`` with `command` and the end of the file at
+    /// `standardError`, if given.
+    @discardableResult
+    public func wait(failingAfter limit: Duration, describing command: String, standardError: String? = nil) async throws -> Termination {
+        let termination: Termination? = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: self.waitBlocking(upTo: limit)) }.start()
+        }
+        if let termination { return termination }
+        signal(SIGKILL)
+        await wait()
+        let stderr = standardError.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+        throw TimedOut(command: command, limit: limit, stderrTail: String(stderr.suffix(2_000)))
+    }
+
+    /// A child that was still running when its time was up, and was killed.
+    public struct TimedOut: Error, CustomStringConvertible {
+        public let command: String
+        public let limit: Duration
+        public let stderrTail: String
+
+        public var description: String {
+            "\(command) still ran after \(limit) and was killed; the end of its standard error:\n\(stderrTail)"
         }
     }
 
