@@ -6,9 +6,10 @@ the matching type, with the event id and the object's id made unique per event, 
 the way Stripe does: `Stripe-Signature: t=<now>,v1=<hex HMAC-SHA256("<t>.<body>", secret)>`.
 Each round of the shapes is one user's: their customer object, and the subscription, invoice,
 payment method and Checkout session that name it, with the user's id in `metadata.app_user_id`
-and `client_reference_id`; as many users as rounds. (The fixtures all name `user_42` and one
-customer: sent as they are, every event would announce a change for a user with thousands of
-customers and subscriptions, which no real account has.)
+and `client_reference_id`, and the invoice and the session naming that round's subscription; as
+many users as rounds. (The fixtures all name `user_42`, one customer and one subscription: sent as
+they are, every event would announce a change for a user with thousands of customers, and every
+invoice would belong to one subscription with thousands of invoices, which no real account has.)
 
 Output: one delivery per line, `<Stripe-Signature value>\\t<compact JSON body>` (compact JSON
 never contains a raw tab or newline). The Lua script of wrk loads this file.
@@ -67,6 +68,13 @@ def main() -> int:
             return 2
         objects.append((obj, event_type))
 
+    subscriptions = [obj["id"] for obj, _ in objects if obj.get("object") == "subscription"]
+    if len(subscriptions) != 1:
+        print("gen_events: the shapes need exactly one subscription", file=sys.stderr)
+        return 2
+    fixture_subscription = json.dumps(subscriptions[0])
+    subscription_prefix = subscriptions[0]
+
     key = secret.encode("utf-8")
     now = int(time.time())
     timestamp = str(now).encode("ascii")
@@ -76,7 +84,8 @@ def main() -> int:
         for i in range(args.events):
             template, event_type = objects[i % len(objects)]
             obj = dict(template)  # shallow copy: only the id changes
-            obj["id"] = f"{template['id']}b{args.run}n{i}"
+            if template.get("object") != "subscription":  # the round's, set below
+                obj["id"] = f"{template['id']}b{args.run}n{i}"
             round_ = i // len(objects)
             customer = f"cus_bench{args.run}c{round_}"
             user = f"user_bench{args.run}u{round_}"
@@ -99,7 +108,9 @@ def main() -> int:
                 "request": {"id": None, "idempotency_key": None},
                 "type": event_type,
             }
-            body = dumps(event)
+            # Every reference to the fixtures' subscription (the subscription's own id, the
+            # invoice's parent and lines, the session's) names this round's subscription.
+            body = dumps(event).replace(fixture_subscription, f'"{subscription_prefix}b{args.run}r{round_}"')
             raw = body.encode("utf-8")
             signature = hmac.new(key, timestamp + b"." + raw, hashlib.sha256).hexdigest()
             out.write(f"t={now},v1={signature}\t{body}\n")
