@@ -113,7 +113,7 @@ struct PostgresMetricsIndex {
             try await read { connection in
                 var spans: [IndexedSpan] = []
                 for group in groups {
-                    let values = group.values + [.integer(from), .integer(through), .integer(from), .integer(through)]
+                    let values = MetricsIndexRows.boundarySpansArguments(group, from: from, through: through)
                     spans += try await rows(MetricsIndexRows.boundarySpansSQL, values, connection, logger: logger)
                         .compactMap { MetricsIndexRows.span($0, store: group.store) }
                 }
@@ -125,10 +125,9 @@ struct PostgresMetricsIndex {
             try await read { connection in
                 var histories: [SubscriptionHistory] = []
                 for group in groups {
-                    let range: [LedgerValue] = [.integer(after), .integer(through), .integer(after), .integer(through)]
+                    let values = MetricsIndexRows.changedSpansArguments(group, after: after, through: through)
                     histories += MetricsIndexRows.histories(
-                        try await rows(MetricsIndexRows.changedSpansSQL, group.values + group.values + range, connection, logger: logger),
-                        store: group.store)
+                        try await rows(MetricsIndexRows.changedSpansSQL, values, connection, logger: logger), store: group.store)
                 }
                 return histories
             }
@@ -149,6 +148,12 @@ struct PostgresMetricsIndex {
 
     /// The metrics index (`v12-metrics-index` on SQLite): its tables, and a trigger per fact
     /// table that marks a subscription when its facts change.
+    /// The span indexes carrying the subscription (`v18-metrics-span-clustered` on SQLite): the
+    /// changed subscriptions of a range come from the indexes alone.
+    static let coveringMigration = PostgresMigrations.Migration(
+        version: "v16-metrics-span-covering",
+        statements: ["DROP INDEX metricsIndexSpan_start", "DROP INDEX metricsIndexSpan_end"] + MetricsIndexRows.coveringSpanIndexesSQL)
+
     static let migration = PostgresMigrations.Migration(
         version: "v10-metrics-index",
         statements: ["CREATE SEQUENCE metricsIndexDirty_seq"]

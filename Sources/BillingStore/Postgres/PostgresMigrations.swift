@@ -42,6 +42,7 @@ package enum PostgresMigrations {
         PostgresAppStoreConsumption.migration,
         PostgresUsers.emailMigration,
         PostgresTimeline.checkoutMigration,
+        PostgresMetricsIndex.coveringMigration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

@@ -59,6 +59,7 @@ enum SQLiteMigrations {
         registerConsumptionMigrations(&migrator)
         registerCustomerEmailMigrations(&migrator)
         registerTimelineCheckoutMigrations(&migrator)
+        registerMetricsSpanMigrations(&migrator)
         return migrator
     }
 }

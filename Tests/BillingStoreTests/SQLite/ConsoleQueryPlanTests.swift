@@ -51,4 +51,45 @@ struct ConsoleQueryPlanTests {
             #expect(!lines.contains { $0.hasPrefix("SCAN inboxEvent") }, "\(statement): \(lines)")
         }
     }
+
+    @Test("The overview's movement and churn find the subscriptions that changed in a range from two ranges of the span indexes alone, and their spans by key")
+    func metricsChangedSpans() async throws {
+        let database = try SQLiteDatabase.inMemory()
+        defer { try? database.close() }
+        let changed = try await plan(MetricsIndexRows.changedSpansSQL, in: database)
+        #expect(changed.contains { $0.contains("COVERING INDEX metricsIndexSpan_start") && $0.contains("spanStart>?") }, "\(changed)")
+        #expect(changed.contains { $0.contains("COVERING INDEX metricsIndexSpan_end") && $0.contains("spanEnd>?") }, "\(changed)")
+        #expect(changed.contains { $0.contains("metricsIndexSpan USING PRIMARY KEY") && $0.contains("subscription=?") }, "\(changed)")
+        let boundary = try await plan(MetricsIndexRows.boundarySpansSQL, in: database)
+        #expect(boundary.contains { $0.contains("metricsIndexSpan_start") && $0.contains("spanStart>?") }, "\(boundary)")
+        #expect(boundary.contains { $0.contains("metricsIndexSpan_end") && $0.contains("spanEnd>?") }, "\(boundary)")
+        for lines in [changed, boundary] {
+            #expect(!lines.contains { $0.hasPrefix("SCAN") }, "\(lines)")
+            // A search on the group alone reads every span of a store.
+            #expect(!lines.contains { $0.hasSuffix("(store=? AND account=? AND livemode=?)") }, "\(lines)")
+        }
+    }
+
+    @Test("A ledger's metrics index keeps its spans through the migration that clusters them by subscription")
+    func spansKeptThroughClustering() async throws {
+        let queue = try DatabaseQueue(configuration: Configuration())
+        try SQLiteMigrations.migrator.migrate(queue, upTo: "v15-timeline-checkout")
+        try await queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO metricsIndexSpan (store, account, livemode, subscription, spanStart, spanEnd, kind, plan, currency, monthly)
+                VALUES ('stripe', 'acct_1', 1, 'sub_b', 100, 200, 'paying', 'pro', 'usd', 2900),
+                       ('stripe', 'acct_1', 1, 'sub_a', 50, NULL, 'trial', 'pro', '', 0),
+                       ('app_store', 'Sandbox', 0, '2000000001', 10, 40, 'paying', 'pro', 'eur', 2700)
+                """)
+        }
+        try SQLiteMigrations.migrator.migrate(queue)
+        try await queue.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT subscription, spanStart, spanEnd, kind, monthly FROM metricsIndexSpan ORDER BY subscription")
+            #expect(rows.map { $0["subscription"] as String } == ["2000000001", "sub_a", "sub_b"])
+            #expect(rows.map { $0["spanEnd"] as Int64? } == [40, nil, 200])
+            #expect(rows.map { $0["monthly"] as Int64 } == [2700, 0, 2900])
+            let sql = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'metricsIndexSpan'") ?? ""
+            #expect(sql.contains("WITHOUT ROWID"), "\(sql)")
+        }
+    }
 }

@@ -399,21 +399,51 @@ enum MetricsIndexRows {
     }
 
     /// A group's spans with a start or end in `[from, through]`: `?` for store, account,
-    /// livemode, from, through, from, through.
+    /// livemode, from, through, then store, account, livemode, from, through, from. Two range
+    /// scans, one per index (an `OR` of the two ranges makes SQLite scan the group's every span);
+    /// the second leaves out the spans the first found (a span ends after it starts, so one
+    /// ending in the range and not starting in it started before it).
     static let boundarySpansSQL = """
         SELECT \(spanColumns) FROM metricsIndexSpan
-        WHERE store = ? AND account = ? AND livemode = ? AND ((spanStart >= ? AND spanStart <= ?) OR (spanEnd >= ? AND spanEnd <= ?))
+        WHERE store = ? AND account = ? AND livemode = ? AND spanStart >= ? AND spanStart <= ?
+        UNION ALL
+        SELECT \(spanColumns) FROM metricsIndexSpan
+        WHERE store = ? AND account = ? AND livemode = ? AND spanEnd >= ? AND spanEnd <= ? AND spanStart < ?
         """
 
-    /// Every span of a group's subscriptions with a span starting or ending in `(after, through]`:
-    /// `?` for store, account, livemode twice, then after, through, after, through.
+    /// ``boundarySpansSQL``'s arguments.
+    static func boundarySpansArguments(_ group: Group, from: Int64, through: Int64) -> [LedgerValue] {
+        group.values + [.integer(from), .integer(through)] + group.values + [.integer(from), .integer(through), .integer(from)]
+    }
+
+    /// Every span of a group's subscriptions with a span starting or ending in `(after, through]`
+    /// (arguments: ``changedSpansArguments(_:after:through:)``). The subscriptions come from two
+    /// range scans of the span indexes, which carry the subscription (`v18-metrics-span-clustered`
+    /// on SQLite, `v16-metrics-span-covering` on PostgreSQL), and their spans from the primary key.
     static let changedSpansSQL = """
         SELECT \(spanColumns) FROM metricsIndexSpan
         WHERE store = ? AND account = ? AND livemode = ? AND subscription IN (
             SELECT subscription FROM metricsIndexSpan
-            WHERE store = ? AND account = ? AND livemode = ? AND ((spanStart > ? AND spanStart <= ?) OR (spanEnd > ? AND spanEnd <= ?)))
+            WHERE store = ? AND account = ? AND livemode = ? AND spanStart > ? AND spanStart <= ?
+            UNION ALL
+            SELECT subscription FROM metricsIndexSpan
+            WHERE store = ? AND account = ? AND livemode = ? AND spanEnd > ? AND spanEnd <= ?)
         ORDER BY subscription, spanStart
         """
+
+    /// ``changedSpansSQL``'s arguments.
+    static func changedSpansArguments(_ group: Group, after: Int64, through: Int64) -> [LedgerValue] {
+        let range: [LedgerValue] = [.integer(after), .integer(through)]
+        return group.values + group.values + range + group.values + range
+    }
+
+    /// The span indexes with the subscription as their last column, so that the subscriptions
+    /// with a span starting or ending in a range are read from the index alone (created by each
+    /// backend's migration after dropping the first ones).
+    static let coveringSpanIndexesSQL = [
+        "CREATE INDEX metricsIndexSpan_start ON metricsIndexSpan (store, account, livemode, spanStart, subscription)",
+        "CREATE INDEX metricsIndexSpan_end ON metricsIndexSpan (store, account, livemode, spanEnd, subscription)",
+    ]
 
     /// A group's trials started in `[from, to)` with the span of their subscription at `now`:
     /// `?` for now, now, store, account, livemode, from, to. Rows: subscription, start, end,
