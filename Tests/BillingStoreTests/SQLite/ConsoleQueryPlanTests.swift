@@ -52,6 +52,26 @@ struct ConsoleQueryPlanTests {
         }
     }
 
+    @Test("The applier's read of due events takes each waiting status from the partial work index in inbox order, never a walk of the applied inbox")
+    func applierDueEvents() async throws {
+        let database = try SQLiteDatabase.inMemory()
+        defer { try? database.close() }
+        let statements = Mutex<[String]>([])
+        try await database.writer.write { db in
+            db.trace(options: .statement) { event in statements.withLock { $0.append("\(event)") } }
+        }
+        _ = try await SQLiteInbox(database: database).due(now: 0, after: 0, limit: 100)
+        let read = try #require(statements.withLock { $0 }.first { $0.contains("FROM inboxEvent") })
+        let lines = try await database.writer.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + read, arguments: [0, 0, 100]).map { $0["detail"] as String }
+        }
+        // Once for pending, once for failed: each a range of (status, seq) read in seq order.
+        #expect(lines.filter { $0.contains("inboxEvent USING") && $0.contains("INDEX inboxEvent_work (status=? AND seq>?)") }.count == 2, "\(lines)")
+        #expect(!lines.contains { $0.contains("rowid>?") }, "walks the inbox from a position: \(lines)")
+        #expect(!lines.contains { $0.hasPrefix("SCAN inboxEvent") || $0.hasPrefix("SCAN e") }, "\(lines)")
+        #expect(!lines.contains { $0.contains("TEMP B-TREE") }, "sorts what it read: \(lines)")
+    }
+
     @Test("The overview's movement and churn find the subscriptions that changed in a range from two ranges of the span indexes alone, and their spans by key")
     func metricsChangedSpans() async throws {
         let database = try SQLiteDatabase.inMemory()
