@@ -80,6 +80,38 @@ struct BodyCompactionServiceTests {
     }
 }
 
+@Suite("serve with BILLINGD_RETENTION_BODIES")
+struct RetentionDaemonTests {
+    @Test("The daemon built from settings prunes the superseded bodies at start, and stops on shutdown")
+    func daemonPrunes() async throws {
+        let ledger = try await ledgerWithSupersededSnapshots()
+        defer { ledger.remove() }
+        var quiet = Logger(label: "test.retention")
+        quiet.logLevel = .critical
+        let settings = try Settings.load(
+            environment: ["BILLINGD_PORT": "0", "STRIPE_WEBHOOK_SECRET": testSecret, "BILLINGD_RETENTION_BODIES": "35d"], configFile: nil)
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let daemon = try await BillingDaemon(
+            settings: settings, store: ledger.store, options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }),
+            logger: quiet)
+        let running = Task {
+            defer { listening.finish() }
+            try await daemon.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        #expect(await iterator.next() != nil, "it listens")
+        let deadline = ContinuousClock.now + .seconds(60)
+        var counts = try await ledger.store.retention.eventCounts()["stripe"]
+        while counts?.pruned != 3, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            counts = try await ledger.store.retention.eventCounts()["stripe"]
+        }
+        #expect(counts == InboxEventCount(events: 5, bodies: 2))
+        await daemon.shutdown()
+        try await running.value
+    }
+}
+
 @Suite("compact, stats and replay after compaction: the built binary", .needsBillingdBinary, .serialized)
 struct CompactCommandTests {
     @Test("serve and compact refuse a malformed BILLINGD_RETENTION_BODIES with exit 78, naming the accepted form", arguments: ["400", "34d", "1y"])
