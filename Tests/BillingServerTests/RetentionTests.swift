@@ -141,6 +141,10 @@ struct CompactCommandTests {
         #expect(noWindow.status == 78, "\(noWindow.stderr)")
         #expect(noWindow.stderr.contains("BILLINGD_RETENTION_BODIES"))
 
+        let shortWindow = try await billingd(["compact", "--older-than", "10d"], environment: ["BILLINGD_DATABASE": path])
+        #expect(shortWindow.status == 64, "a bad option: \(shortWindow.stderr)")
+        #expect(shortWindow.stderr.contains("35 to 36500"), "\(shortWindow.stderr)")
+
         let dry = try await billingd(["compact", "--dry-run", "--older-than", "35d", "--json"], environment: ["BILLINGD_DATABASE": path])
         #expect(dry.status == 0, "\(dry.stderr)")
         let drySummary = try #require(try JSONSerialization.jsonObject(with: Data(dry.stdout.utf8)) as? [String: Any])
