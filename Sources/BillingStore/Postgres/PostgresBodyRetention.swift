@@ -3,8 +3,8 @@ import Logging
 import PostgresNIO
 
 /// Body retention on PostgreSQL (``BodyRetentionStore``), the decisions ``BodyRetentionRows``'s as
-/// on SQLite: batched deletes, each batch its own transaction so that no replica's commit waits
-/// long, then a `VACUUM` of the bodies' table (its TOAST included) so that the space is reused.
+/// on SQLite: each batch found outside a transaction, then checked again and deleted in a short
+/// one, so that no replica's commit waits long; then a `VACUUM` of the bodies' table (its TOAST included) so that the space is reused.
 struct PostgresBodyRetention: BodyRetentionStore {
     let client: PostgresClient
     let logger: Logger
@@ -23,30 +23,43 @@ struct PostgresBodyRetention: BodyRetentionStore {
         olderThan cutoff: Int64, batchSize: Int, dryRun: Bool, progress: @Sendable (BodyPruneResult) -> Void
     ) async throws -> BodyPruneResult {
         var total = BodyPruneResult()
+        let logger = logger
         for (objectType, table) in BodyRetentionRows.supersedable {
             var after: Int64 = 0
             while true {
-                let sql = BodyRetentionRows.candidatesSQL(table: table)
-                let (logger, start) = (logger, after)
-                let batch: [(seq: Int64, bytes: Int64)] = try await client.transaction(logger: logger) { connection in
-                    var rows: [(seq: Int64, bytes: Int64)] = []
-                    let found = try await connection.runOnce(
-                        sql, [.text(objectType), .integer(cutoff), .integer(start), .integer(Int64(batchSize))], logger: logger)
-                    for try await (seq, bytes) in found.decode((Int64, Int64).self) { rows.append((seq, bytes)) }
-                    if !dryRun, !rows.isEmpty {
-                        try await connection.query(PostgresQuery(unsafeSQL: BodyRetentionRows.deleteSQL(rows.map(\.seq))), logger: logger)
-                    }
-                    return rows
+                let found = try await client.withConnection { connection in
+                    try await Self.candidates(
+                        connection, BodyRetentionRows.candidatesSQL(table: table),
+                        [.text(objectType), .integer(cutoff), .integer(after), .integer(Int64(batchSize))], logger: logger)
                 }
-                guard let last = batch.last else { break }
+                guard let last = found.last else { break }
                 after = last.seq
-                total.bodies += batch.count
-                total.bytes += batch.reduce(0) { $0 + $1.bytes }
+                let pruned = dryRun ? found : try await client.transaction(logger: logger) { connection in
+                    let still = try await Self.candidates(
+                        connection, BodyRetentionRows.candidatesSQL(table: table, among: found.map(\.seq)),
+                        [.text(objectType), .integer(cutoff)], logger: logger)
+                    if !still.isEmpty {
+                        try await connection.query(PostgresQuery(unsafeSQL: BodyRetentionRows.deleteSQL(still.map(\.seq))), logger: logger)
+                    }
+                    return still
+                }
+                total.bodies += pruned.count
+                total.bytes += pruned.reduce(0) { $0 + $1.bytes }
                 progress(total)
-                if batch.count < batchSize { break }
+                if found.count < batchSize { break }
             }
         }
         return total
+    }
+
+    private static func candidates(
+        _ connection: PostgresConnection, _ sql: String, _ values: [LedgerValue], logger: Logger
+    ) async throws -> [(seq: Int64, bytes: Int64)] {
+        var rows: [(seq: Int64, bytes: Int64)] = []
+        for try await (seq, bytes) in try await connection.runOnce(sql, values, logger: logger).decode((Int64, Int64).self) {
+            rows.append((seq, bytes))
+        }
+        return rows
     }
 
     /// `VACUUM` makes the deleted bodies' space reusable inside the table (and its TOAST); `full`

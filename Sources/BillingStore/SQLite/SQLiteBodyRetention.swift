@@ -2,7 +2,8 @@ import BillingCore
 import GRDB
 
 /// Body retention on SQLite (``BodyRetentionStore``): the decisions are ``BodyRetentionRows``'s.
-/// Each batch is one write transaction, so `serve`'s group commits wait at most one batch.
+/// Each batch is found on a reader and deleted in one short write transaction that checks its
+/// bodies again, so `serve`'s group commits wait at most for one batch's deletes.
 public struct SQLiteBodyRetention: BodyRetentionStore {
     let database: SQLiteDatabase
 
@@ -25,22 +26,28 @@ public struct SQLiteBodyRetention: BodyRetentionStore {
             var after: Int64 = 0
             while true {
                 let start = after
-                let batch: [(seq: Int64, bytes: Int64)] = try await database.writer.write { db in
-                    let rows = try Row.fetchAll(
-                        db, sql: BodyRetentionRows.candidatesSQL(table: table), arguments: [objectType, cutoff, start, batchSize]
-                    ).map { (seq: $0["seq"] as Int64, bytes: $0["bytes"] as Int64) }
-                    if !dryRun, !rows.isEmpty { try db.execute(sql: BodyRetentionRows.deleteSQL(rows.map(\.seq))) }
-                    return rows
+                // The scan on a reader: serve's group commits go on meanwhile.
+                let found = try await database.writer.read { db in
+                    try Self.candidates(db, BodyRetentionRows.candidatesSQL(table: table), [objectType, cutoff, start, batchSize])
                 }
-                guard let last = batch.last else { break }
+                guard let last = found.last else { break }
                 after = last.seq
-                total.bodies += batch.count
-                total.bytes += batch.reduce(0) { $0 + $1.bytes }
+                let pruned = dryRun ? found : try await database.writer.write { db in
+                    let still = try Self.candidates(db, BodyRetentionRows.candidatesSQL(table: table, among: found.map(\.seq)), [objectType, cutoff])
+                    if !still.isEmpty { try db.execute(sql: BodyRetentionRows.deleteSQL(still.map(\.seq))) }
+                    return still
+                }
+                total.bodies += pruned.count
+                total.bytes += pruned.reduce(0) { $0 + $1.bytes }
                 progress(total)
-                if batch.count < batchSize { break }
+                if found.count < batchSize { break }
             }
         }
         return total
+    }
+
+    private static func candidates(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [(seq: Int64, bytes: Int64)] {
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map { (seq: $0["seq"], bytes: $0["bytes"]) }
     }
 
     /// `PRAGMA incremental_vacuum` returns the free pages to the file system on a ledger created

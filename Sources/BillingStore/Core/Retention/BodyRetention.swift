@@ -84,22 +84,27 @@ enum BodyRetentionRows {
         ("refund", "stripeRefund"),
     ]
 
-    /// Up to `?` (limit) bodies of events about objects of type `?` in `table`, created before
-    /// `?` (cutoff), after inbox position `?`, that may go: seq and bytes, in inbox order.
-    static func candidatesSQL(table: String) -> String {
-        """
-        SELECT e.seq AS seq, length(b.body) AS bytes
-        FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
-        WHERE e.objectType = ? AND e.created < ? AND e.seq > ?
-            AND e.source IN ('\(InboxSource.webhook.rawValue)', '\(InboxSource.api.rawValue)')
-            AND e.status IN (\(InboxStatus.sqlList([.applied, .ignored])))
-            AND EXISTS (
-                SELECT 1 FROM \(table) r
-                JOIN inboxEvent w ON w.eventID = r.vEventID AND w.account = r.account AND w.livemode = r.livemode
-                JOIN inboxBody wb ON wb.seq = w.seq
-                WHERE r.account = e.account AND r.livemode = e.livemode AND r.id = e.objectID AND r.vEventID <> e.eventID)
-        ORDER BY e.seq LIMIT ?
-        """
+    /// The bodies of events about objects of type `?` in `table`, created before `?` (cutoff), that
+    /// may go: seq and bytes, in inbox order. Without `seqs`, a scan: up to `?` (limit) of them after
+    /// inbox position `?`, read outside any write. With `seqs` (integers a scan gave, never input),
+    /// the same conditions checked again for those alone, inside the transaction that deletes them:
+    /// so the write holds its lock only for a short look-up, and a body is deleted only if it may
+    /// still go (a replay run meanwhile may have queued its event again).
+    static func candidatesSQL(table: String, among seqs: [Int64]? = nil) -> String {
+        let position = seqs.map { "e.seq IN (\($0.map(String.init).joined(separator: ", ")))" } ?? "e.seq > ?"
+        return """
+            SELECT e.seq AS seq, length(b.body) AS bytes
+            FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
+            WHERE e.objectType = ? AND e.created < ? AND \(position)
+                AND e.source IN ('\(InboxSource.webhook.rawValue)', '\(InboxSource.api.rawValue)')
+                AND e.status IN (\(InboxStatus.sqlList([.applied, .ignored])))
+                AND EXISTS (
+                    SELECT 1 FROM \(table) r
+                    JOIN inboxEvent w ON w.eventID = r.vEventID AND w.account = r.account AND w.livemode = r.livemode
+                    JOIN inboxBody wb ON wb.seq = w.seq
+                    WHERE r.account = e.account AND r.livemode = e.livemode AND r.id = e.objectID AND r.vEventID <> e.eventID)
+            ORDER BY e.seq\(seqs == nil ? " LIMIT ?" : "")
+            """
     }
 
     /// Removes the bodies of the given inbox positions (integers the candidates gave, never input).
