@@ -80,6 +80,27 @@ struct BodyCompactionServiceTests {
     }
 }
 
+extension BodyCompactionServiceTests {
+    @Test("While another replica holds the body-compaction lease a run skips its turn; once it is free the run prunes and gives it back")
+    func leaseSkips() async throws {
+        let ledger = try await ledgerWithSupersededSnapshots()
+        defer { ledger.remove() }
+        let now = Int64(Date().timeIntervalSince1970)
+        var quiet = Logger(label: "test.retention")
+        quiet.logLevel = .critical
+        let service = BodyCompactionService(store: ledger.store, days: 35, space: nil, logger: quiet, holder: "replica-a", now: { now })
+        try await ledger.store.reconcileRuns.acquire(BodyCompactionService.leaseName, holder: "replica-b", ttl: 600, now: now)
+        #expect(await service.runOnce() == nil)
+        #expect(try await ledger.store.retention.eventCounts()["stripe"]?.pruned == 0)
+        try await ledger.store.reconcileRuns.release(BodyCompactionService.leaseName, holder: "replica-b")
+        let result = try #require(await service.runOnce())
+        #expect(result.bodies == 3)
+        #expect(try await ledger.store.retention.eventCounts()["stripe"]?.pruned == 3)
+        // Given back: the other replica takes it at once.
+        try await ledger.store.reconcileRuns.acquire(BodyCompactionService.leaseName, holder: "replica-b", ttl: 600, now: now)
+    }
+}
+
 @Suite("serve with BILLINGD_RETENTION_BODIES")
 struct RetentionDaemonTests {
     @Test("The daemon built from settings prunes the superseded bodies at start, and stops on shutdown")

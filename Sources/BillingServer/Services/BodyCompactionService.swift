@@ -6,7 +6,8 @@ import ServiceLifecycle
 
 /// `serve`'s daily compaction when `BILLINGD_RETENTION_BODIES` is set (issue 38): prunes the
 /// bodies the retention allows (``BodyRetentionStore``) and gives the space back, at start and
-/// then every `interval`, one log line a run. A graceful shutdown ends the timer; a run under way
+/// then every `interval`, one log line a run; with several replicas, the one that holds the
+/// `body-compaction` lease runs and the others skip their turn. A graceful shutdown ends the timer; a run under way
 /// finishes its batch (each batch is its own transaction, so stopping between two loses nothing).
 public struct BodyCompactionService: Service {
     let store: any LedgerStore
@@ -17,11 +18,19 @@ public struct BodyCompactionService: Service {
     let logger: Logger
     /// Unix seconds now.
     let now: @Sendable () -> Int64
+    /// Who holds the lease while a run is under way (host:pid).
+    let holder: String
+
+    /// The lease that keeps replicas of one PostgreSQL ledger from compacting at once.
+    static let leaseName = "body-compaction"
+    /// Long enough for a large first compaction; a run past it may overlap another's, harmlessly.
+    static let leaseTTL: Int64 = 6 * 3600
 
     public init(
         store: any LedgerStore, days: Int, interval: Duration = .seconds(86_400), batchSize: Int = 1000, space: StoreSpaceWatch?,
-        logger: Logger, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        logger: Logger, holder: String = Reconciler.defaultHolder, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
+        self.holder = holder
         self.store = store
         self.days = days
         self.interval = interval
@@ -47,6 +56,23 @@ public struct BodyCompactionService: Service {
         // A full store frees no room by pruning first: the deletes themselves need the WAL.
         if let space, space.isFull { return nil }
         let started = ContinuousClock.now
+        // One replica a day: the others skip their turn while it holds the lease.
+        do {
+            try await store.reconcileRuns.acquire(Self.leaseName, holder: holder, ttl: Self.leaseTTL, now: now())
+        } catch is LeaseHeld {
+            logger.info("body compaction skipped: another replica holds the body-compaction lease")
+            return nil
+        } catch {
+            logger.warning("body compaction failed; the next run tries again", metadata: ["error": "\(StoreFull.reason(error))"])
+            return nil
+        }
+        let result = await compact(started: started)
+        try? await store.reconcileRuns.release(Self.leaseName, holder: holder)
+        return result
+    }
+
+    /// Prunes, reclaims and logs, holding the lease; nil when it failed.
+    private func compact(started: ContinuousClock.Instant) async -> BodyPruneResult? {
         do {
             let result = try await store.retention.pruneBodies(
                 olderThan: BodyRetentionWindow.cutoff(days: days, now: now()), batchSize: batchSize, dryRun: false, progress: { _ in })
