@@ -199,7 +199,7 @@ struct StoreFullEndpointTests {
         }
     }
 
-    @Test("billingd_store_bytes{table}, billingd_store_database_bytes and billingd_store_free_bytes on /metrics after the watch reads the sizes", arguments: FullStoreBackend.allCases)
+    @Test("billingd_store_bytes{table}, billingd_store_database_bytes, billingd_store_free_bytes and the events per store on /metrics after the watch reads the sizes", arguments: FullStoreBackend.allCases)
     func sizesOnMetrics(backend: FullStoreBackend) async throws {
         try await FullStoreWorld.with(backend) { world in
             let dependencies = world.dependencies()
@@ -215,6 +215,9 @@ struct StoreFullEndpointTests {
                 #expect(inboxBody >= Double(body.count) / 4, "the body is measured (PostgreSQL compresses it)")
                 #expect(database >= inboxBody)
                 #expect(Self.sample(exposition, "billingd_store_free_bytes") != nil)
+                #expect(Self.sample(exposition, #"billingd_store_events_total{store="stripe"}"#) == 1)
+                #expect(Self.sample(exposition, #"billingd_store_events_total{store="appstore"}"#) == 0)
+                #expect(Self.sample(exposition, #"billingd_store_bodies_pruned_total{store="stripe"}"#) == 0)
             }
         }
     }

@@ -15,7 +15,7 @@ public struct Billingd: AsyncParsableCommand {
             \(Settings.helpTable)
             """,
         version: BillingdVersion.current,
-        subcommands: [Serve.self, Reconcile.self, Trigger.self, Events.self, Replay.self, Inspect.self, Backup.self, Export.self, Checkout.self, Portal.self, Usage.self, AppStore.self, Outbox.self, Migrate.self, Copy.self, RevenueMetricsCommand.self, Timeline.self]
+        subcommands: [Serve.self, Reconcile.self, Trigger.self, Events.self, Replay.self, Inspect.self, Backup.self, Export.self, Checkout.self, Portal.self, Usage.self, AppStore.self, Outbox.self, Migrate.self, Copy.self, RevenueMetricsCommand.self, Timeline.self, Stats.self, Compact.self]
     )
 
     public init() {}

@@ -123,6 +123,9 @@ public struct BillingDaemon: Sendable {
         {
             services.append(.init(service: usageReport))
         }
+        if let days = settings.database.retentionBodiesDays {
+            services.append(.init(service: BodyCompactionService(store: store, days: days, space: space, logger: logger)))
+        }
 
         var dependencies = BillingServerDependencies(
             store: store, verifier: webhook.verifier(settings.stripe), committer: committer, metrics: metrics,

@@ -17,7 +17,7 @@ import Synchronization
 ///
 /// As a service it also publishes how much the store takes (``LedgerStore/sizes()``) every
 /// `sizesInterval`: `billingd_store_bytes{table}`, `billingd_store_database_bytes` and
-/// `billingd_store_free_bytes`.
+/// `billingd_store_free_bytes`, with the inbox's events per store.
 public final class StoreSpaceWatch: Service, Sendable {
     /// One full spell: when it began and how many writes it refused.
     private struct Episode {
@@ -116,7 +116,9 @@ public final class StoreSpaceWatch: Service, Sendable {
     }
 
     /// Reads the store's sizes into `billingd_store_bytes{table}`, `billingd_store_database_bytes`
-    /// and `billingd_store_free_bytes`; a failure is logged, and the gauges keep their last values.
+    /// and `billingd_store_free_bytes`, and its inbox into `billingd_store_events_total{store}` and
+    /// `billingd_store_bodies_pruned_total{store}` (events whose body retention pruned; it only
+    /// grows); a failure is logged, and the gauges keep their last values.
     public func refreshSizes() async {
         do {
             let sizes = try await store.sizes()
@@ -125,6 +127,10 @@ public final class StoreSpaceWatch: Service, Sendable {
             }
             metrics.gauge("billingd_store_database_bytes", Double(sizes.database))
             metrics.gauge("billingd_store_free_bytes", Double(sizes.free))
+            for (name, count) in try await store.retention.eventCounts() {
+                metrics.gauge("billingd_store_events_total", Double(count.events), dimensions: [("store", name)])
+                metrics.gauge("billingd_store_bodies_pruned_total", Double(count.pruned), dimensions: [("store", name)])
+            }
         } catch {
             if !Task.isCancelled {
                 logger.warning("store sizes not read; billingd_store_bytes keeps its last values", metadata: ["error": "\(StoreFull.reason(error))"])

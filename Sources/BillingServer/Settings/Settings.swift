@@ -48,6 +48,8 @@ public struct Settings: Sendable {
         public var postgres: PostgresConfiguration?
         /// The PostgreSQL pool's size in `serve`: connections each replica holds at most.
         public var connections: Int
+        /// Days a superseded Stripe event body is kept (`BILLINGD_RETENTION_BODIES`); nil: forever.
+        public var retentionBodiesDays: Int?
     }
 
     /// Stripe: the webhook endpoint's secrets, the API key and how its calls are made.

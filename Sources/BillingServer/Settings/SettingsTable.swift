@@ -1,4 +1,5 @@
 import BillingCore
+import BillingStore
 import Foundation
 import Logging
 
@@ -10,7 +11,7 @@ enum SettingsTable {
     /// The table in `--help` order: by area, then as an operator meets them.
     static let all: [SettingDescription] = [
         database.description, postgresURL.description, postgresPassword.description, postgresPasswordFile.description,
-        postgresConnections.description,
+        postgresConnections.description, retentionBodies.description,
         host.description, port.description, idleTimeout.description, headerTimeout.description, bodyTimeout.description,
         minimumTransferRate.description, maximumConnections.description, maximumConnectionsPerClient.description,
         webhookSecrets.description, signatureTolerance.description, stripeAPIKey.description, stripeAPIBase.description,
@@ -41,6 +42,17 @@ enum SettingsTable {
     static let postgresConnections = Setting<Int>(
         "BILLINGD_DATABASE_CONNECTIONS", .database, default: "20", meaning: "PostgreSQL connections serve holds at most (per replica)",
         parse: .count(2...1000, expected: "a number of connections"))
+
+    /// Days a superseded Stripe event body is kept (issue 38); nil keeps every body.
+    static let retentionBodies = Setting<Int?>(
+        "BILLINGD_RETENTION_BODIES", .database, unset: "keep forever",
+        meaning: "prune stored bodies of superseded Stripe events older than this, daily in serve and by billingd compact (400d; 35d to 36500d)",
+        parse: SettingParser { text, name throws(SettingsError) in
+            guard let days = BodyRetentionWindow.parseDays(text) else {
+                throw SettingsError.invalid(name, text, BodyRetentionWindow.accepted)
+            }
+            return days
+        })
 
     // MARK: server
 

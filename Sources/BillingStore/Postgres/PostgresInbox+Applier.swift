@@ -224,13 +224,15 @@ extension PostgresInbox {
         return try await insertFinal([row], connection: connection, logger: logger)[0]
     }
 
-    /// Puts every event back in the queue, as never tried, inside the caller's transaction
-    /// (replay empties the ledger in the same one).
+    /// Puts every event that still has its body back in the queue, as never tried, inside the
+    /// caller's transaction (replay empties the ledger in the same one); one whose body was pruned
+    /// keeps its status, as on SQLite.
     static func requeueEverything(connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query(
             """
             UPDATE inboxEvent SET status = \(InboxStatus.pending.rawValue), attempts = 0, nextAttemptAt = NULL, lastError = NULL,
                 effect = NULL, processedAt = NULL, claimedBy = NULL
+            WHERE EXISTS (SELECT 1 FROM inboxBody b WHERE b.seq = inboxEvent.seq)
             """,
             logger: logger)
     }

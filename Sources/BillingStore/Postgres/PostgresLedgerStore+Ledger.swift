@@ -23,6 +23,9 @@ extension PostgresLedgerStore: LedgerStore {
     /// Replay, inspect and dump over the whole ledger.
     public var maintenance: any LedgerMaintenanceStore { PostgresMaintenance(client: client, logger: logger) }
 
+    /// Retention of the inbox's bodies: events per store, pruning, reclaiming space.
+    public var retention: any BodyRetentionStore { PostgresBodyRetention(client: client, logger: logger) }
+
     /// A user's customers, subscriptions, invoices and payment methods (the service API).
     public var users: any UserLedgerStore { PostgresUsers(client: client, logger: logger) }
 

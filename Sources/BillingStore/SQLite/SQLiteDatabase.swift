@@ -43,6 +43,13 @@ public struct SQLiteDatabase: Sendable {
             // Readers keep SQLite's default: a large cache on each of the pool's readers
             // tripled peak memory under load.
             if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -32768") }
+            // A new ledger keeps the pages retention frees apart (`auto_vacuum=INCREMENTAL`), so that
+            // `billingd compact` gives them back to the file system with `PRAGMA incremental_vacuum`.
+            // The mode can only be chosen before the first page is written: here, before WAL mode
+            // and the migrations write any. An older ledger turns it on with `compact --full`.
+            if !db.configuration.readonly, try Int.fetchOne(db, sql: "PRAGMA page_count") == 0 {
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            }
         }
         if let reason = createPrivately(path) {
             throw LedgerDatabaseError.cannotOpen(path: path, reason: reason)

@@ -129,11 +129,16 @@ public struct SQLiteInbox: EventInbox {
         ])
     }
 
-    /// Puts every event back in the queue, as never tried, inside the caller's transaction
-    /// (replay empties the ledger in the same one).
+    /// Puts every event that still has its body back in the queue, as never tried, inside the
+    /// caller's transaction (replay empties the ledger in the same one). An event whose body was
+    /// pruned (``BodyRetentionStore``) keeps its status: its snapshot was superseded, and the
+    /// applier could not read it.
     static func requeueEverything(db: Database) throws {
         try db.execute(
-            sql: "UPDATE inboxEvent SET status = ?, attempts = 0, nextAttemptAt = NULL, lastError = NULL, effect = NULL, processedAt = NULL",
+            sql: """
+                UPDATE inboxEvent SET status = ?, attempts = 0, nextAttemptAt = NULL, lastError = NULL, effect = NULL, processedAt = NULL
+                WHERE EXISTS (SELECT 1 FROM inboxBody b WHERE b.seq = inboxEvent.seq)
+                """,
             arguments: [InboxStatus.pending.rawValue])
     }
 

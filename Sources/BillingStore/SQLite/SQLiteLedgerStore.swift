@@ -26,6 +26,7 @@ public struct SQLiteLedgerStore: LedgerStore {
     public var metrics: any MetricsFactStore { SQLiteMetricsFacts(database: database) }
     public var grants: any GrantStore { SQLiteGrants(database: database) }
     public var timeline: any TimelineStore { SQLiteTimeline(database: database) }
+    public var retention: any BodyRetentionStore { SQLiteBodyRetention(database: database) }
 
     public func announcing(_ policy: OutboxPolicy?) -> any LedgerStore {
         SQLiteLedgerStore(database: database.announcing(policy))

@@ -12,8 +12,17 @@ enum MetricsFactRows {
     static let subscriptionFactTable = "stripeSubscriptionFact"
 
     /// The statement replay runs before it applies the inbox again: the facts of events go (the
-    /// events give them back), those of reconcile's fetches stay (no event in the inbox holds them).
-    static let replayDeleteSQL = "DELETE FROM stripeSubscriptionFact WHERE vEventID NOT LIKE 'fetch:%'"
+    /// events give them back), those of reconcile's fetches stay (no event in the inbox holds them),
+    /// and so do those of events whose body was pruned (``BodyRetentionStore``): replay does not
+    /// apply them again, and their facts are still what the subscription was at their time.
+    static let replayDeleteSQL = """
+        DELETE FROM stripeSubscriptionFact WHERE vEventID NOT LIKE 'fetch:%'
+            AND NOT EXISTS (
+                SELECT 1 FROM inboxEvent e
+                WHERE e.eventID = stripeSubscriptionFact.vEventID AND e.account = stripeSubscriptionFact.account
+                    AND e.livemode = stripeSubscriptionFact.livemode
+                    AND NOT EXISTS (SELECT 1 FROM inboxBody b WHERE b.seq = e.seq))
+        """
 
     /// The columns of `stripeSubscriptionFact`, in the order ``subscriptionFact(_:account:livemode:)`` gives them.
     static let subscriptionFactColumns = [

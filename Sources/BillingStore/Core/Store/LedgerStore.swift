@@ -35,6 +35,8 @@ public protocol LedgerStore: Sendable {
     var grants: any GrantStore { get }
     /// A user's history across both stores, newest first, a page at a time.
     var timeline: any TimelineStore { get }
+    /// Retention of the inbox's bodies: events per store, pruning, reclaiming space.
+    var retention: any BodyRetentionStore { get }
 
     /// The same store, every transaction that changes the ledger (webhooks, the applier,
     /// reconcile's repairs, App Store reports) announcing the changes of users' views under

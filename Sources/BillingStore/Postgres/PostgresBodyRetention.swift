@@ -1,0 +1,71 @@
+import BillingCore
+import Logging
+import PostgresNIO
+
+/// Body retention on PostgreSQL (``BodyRetentionStore``), the decisions ``BodyRetentionRows``'s as
+/// on SQLite: each batch found outside a transaction, then checked again and deleted in a short
+/// one, so that no replica's commit waits long; then a `VACUUM` of the bodies' table (its TOAST included) so that the space is reused.
+struct PostgresBodyRetention: BodyRetentionStore {
+    let client: PostgresClient
+    let logger: Logger
+
+    func eventCounts() async throws -> [String: InboxEventCount] {
+        var rows: [(store: String, events: Int, bodies: Int)] = []
+        for try await (store, events, bodies) in try await client.query(PostgresQuery(unsafeSQL: BodyRetentionRows.countsSQL), logger: logger)
+            .decode((String, Int64, Int64).self)
+        {
+            rows.append((store, Int(events), Int(bodies)))
+        }
+        return BodyRetentionRows.counts(rows)
+    }
+
+    func pruneBodies(
+        olderThan cutoff: Int64, batchSize: Int, dryRun: Bool, progress: @Sendable (BodyPruneResult) -> Void
+    ) async throws -> BodyPruneResult {
+        var total = BodyPruneResult()
+        let logger = logger
+        for (objectType, table) in BodyRetentionRows.supersedable {
+            var after: Int64 = 0
+            while true {
+                let found = try await client.withConnection { connection in
+                    try await Self.candidates(
+                        connection, BodyRetentionRows.candidatesSQL(table: table),
+                        [.text(objectType), .integer(cutoff), .integer(after), .integer(Int64(batchSize))], logger: logger)
+                }
+                guard let last = found.last else { break }
+                after = last.seq
+                let pruned = dryRun ? found : try await client.transaction(logger: logger) { connection in
+                    let still = try await Self.candidates(
+                        connection, BodyRetentionRows.candidatesSQL(table: table, among: found.map(\.seq)),
+                        [.text(objectType), .integer(cutoff)], logger: logger)
+                    if !still.isEmpty {
+                        try await connection.query(PostgresQuery(unsafeSQL: BodyRetentionRows.deleteSQL(still.map(\.seq))), logger: logger)
+                    }
+                    return still
+                }
+                total.bodies += pruned.count
+                total.bytes += pruned.reduce(0) { $0 + $1.bytes }
+                progress(total)
+                if found.count < batchSize { break }
+            }
+        }
+        return total
+    }
+
+    private static func candidates(
+        _ connection: PostgresConnection, _ sql: String, _ values: [LedgerValue], logger: Logger
+    ) async throws -> [(seq: Int64, bytes: Int64)] {
+        var rows: [(seq: Int64, bytes: Int64)] = []
+        for try await (seq, bytes) in try await connection.runOnce(sql, values, logger: logger).decode((Int64, Int64).self) {
+            rows.append((seq, bytes))
+        }
+        return rows
+    }
+
+    /// `VACUUM` makes the deleted bodies' space reusable inside the table (and its TOAST); `full`
+    /// runs `VACUUM FULL`, which gives it back to the file system but locks the table (deliveries
+    /// wait) while it rewrites it.
+    func reclaimSpace(full: Bool) async throws {
+        try await client.query(PostgresQuery(unsafeSQL: full ? "VACUUM FULL inboxBody" : "VACUUM inboxBody"), logger: logger)
+    }
+}

@@ -1,0 +1,71 @@
+import BillingCore
+import GRDB
+
+/// Body retention on SQLite (``BodyRetentionStore``): the decisions are ``BodyRetentionRows``'s.
+/// Each batch is found on a reader and deleted in one short write transaction that checks its
+/// bodies again, so `serve`'s group commits wait at most for one batch's deletes.
+public struct SQLiteBodyRetention: BodyRetentionStore {
+    let database: SQLiteDatabase
+
+    public init(database: SQLiteDatabase) {
+        self.database = database
+    }
+
+    public func eventCounts() async throws -> [String: InboxEventCount] {
+        try await database.writer.read { db in
+            BodyRetentionRows.counts(
+                try Row.fetchAll(db, sql: BodyRetentionRows.countsSQL).map { ($0["store"], $0["events"], $0["bodies"]) })
+        }
+    }
+
+    public func pruneBodies(
+        olderThan cutoff: Int64, batchSize: Int, dryRun: Bool, progress: @Sendable (BodyPruneResult) -> Void
+    ) async throws -> BodyPruneResult {
+        var total = BodyPruneResult()
+        for (objectType, table) in BodyRetentionRows.supersedable {
+            var after: Int64 = 0
+            while true {
+                let start = after
+                // The scan on a reader: serve's group commits go on meanwhile.
+                let found = try await database.writer.read { db in
+                    try Self.candidates(db, BodyRetentionRows.candidatesSQL(table: table), [objectType, cutoff, start, batchSize])
+                }
+                guard let last = found.last else { break }
+                after = last.seq
+                let pruned = dryRun ? found : try await database.writer.write { db in
+                    let still = try Self.candidates(db, BodyRetentionRows.candidatesSQL(table: table, among: found.map(\.seq)), [objectType, cutoff])
+                    if !still.isEmpty { try db.execute(sql: BodyRetentionRows.deleteSQL(still.map(\.seq))) }
+                    return still
+                }
+                total.bodies += pruned.count
+                total.bytes += pruned.reduce(0) { $0 + $1.bytes }
+                progress(total)
+                if found.count < batchSize { break }
+            }
+        }
+        return total
+    }
+
+    private static func candidates(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [(seq: Int64, bytes: Int64)] {
+        try Row.fetchAll(db, sql: sql, arguments: arguments).map { (seq: $0["seq"], bytes: $0["bytes"]) }
+    }
+
+    /// `PRAGMA incremental_vacuum` returns the free pages to the file system on a ledger created
+    /// with `auto_vacuum=INCREMENTAL` (every new one, see ``SQLiteDatabase/open(path:busyTimeout:)``)
+    /// and does nothing on an older one; `full` runs `VACUUM` after setting the mode, which
+    /// rewrites the file (it needs as much free disk again, and holds the write lock throughout)
+    /// and so converts an older ledger.
+    public func reclaimSpace(full: Bool) async throws {
+        try await database.writer.writeWithoutTransaction { db in
+            if full {
+                try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+                try db.execute(sql: "VACUUM")
+            } else {
+                try db.execute(sql: "PRAGMA incremental_vacuum")
+            }
+            // The WAL holds the pages written meanwhile: give them back too, unless a reader
+            // (serve's) still needs it, in which case SQLite reuses it from its start.
+            _ = try? db.checkpoint(.truncate)
+        }
+    }
+}
