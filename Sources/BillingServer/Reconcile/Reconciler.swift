@@ -122,7 +122,7 @@ public struct Reconciler: Sendable {
             "reconcile started",
             metadata: ["run": "\(report.runID)", "mode": "\(options.mode)", "kinds": "\(report.kinds.map(\.rawValue).joined(separator: ","))", "dry_run": "\(options.dryRun)"])
 
-        let run = ReconcileRun(reconciler: self, options: options, lease: lease, progress: progress)
+        let run = ReconcileRun(reconciler: self, options: options, run: report.runID, lease: lease, progress: progress)
         let failure: (any Error)?
         do {
             try await run.reconcile(into: &report)
@@ -168,9 +168,15 @@ final class ReconcileRun: Sendable {
     let stripeRequests = Mutex(0)
     let ledger: any LedgerReconciliationStore
     let account: String
+    /// The run's id in ``ReconcileRunStore``, which every repair it logs names.
+    let run: Int64
 
-    init(reconciler: Reconciler, options: Reconciler.Options, lease: LeaseWatch, progress: @escaping @Sendable (Reconciler.Progress) -> Void) {
+    init(
+        reconciler: Reconciler, options: Reconciler.Options, run: Int64, lease: LeaseWatch,
+        progress: @escaping @Sendable (Reconciler.Progress) -> Void
+    ) {
         self.reconciler = reconciler
+        self.run = run
         self.options = options
         self.lease = lease
         self.progress = progress
@@ -248,9 +254,9 @@ final class ReconcileRun: Sendable {
             if let previous = writing {
                 report.record(try await previous.value, kind: kind, examples: options.examples)
             }
-            let (ledger, account, livemode, dryRun) = (ledger, account, livemode, options.dryRun)
+            let (ledger, account, livemode, dryRun, run) = (ledger, account, livemode, options.dryRun, run)
             writing = Task {
-                var result = try await ledger.reconcile(snapshots, account: account, livemode: livemode, dryRun: dryRun, trackSeen: false)
+                var result = try await ledger.reconcile(snapshots, account: account, livemode: livemode, dryRun: dryRun, trackSeen: false, run: run)
                 result.matched += matched
                 return result
             }
@@ -298,7 +304,7 @@ final class ReconcileRun: Sendable {
             }
             for (customer, snapshots, unlisted) in pages {
                 report.listed(snapshots.count, kind: kind)
-                let result = try await ledger.reconcile(snapshots, account: account, livemode: livemode, dryRun: options.dryRun, trackSeen: false)
+                let result = try await ledger.reconcile(snapshots, account: account, livemode: livemode, dryRun: options.dryRun, trackSeen: false, run: run)
                 report.record(result, kind: kind, examples: options.examples)
                 // Attached in the ledger, not in Stripe's list: detached since. Fetch to be sure.
                 if !unlisted.isEmpty {
@@ -387,12 +393,12 @@ final class ReconcileRun: Sendable {
             for (kind, id, result) in fetched {
                 switch result {
                 case .snapshot(let snapshot):
-                    let page = try await ledger.reconcile([snapshot], account: account, livemode: livemode, dryRun: options.dryRun, trackSeen: false)
+                    let page = try await ledger.reconcile([snapshot], account: account, livemode: livemode, dryRun: options.dryRun, trackSeen: false, run: run)
                     report.record(page, kind: kind, examples: options.examples)
                 case .gone(let fetchedAt, let requestID):
                     let changed = options.dryRun
                         ? false
-                        : try await ledger.markGone(kind, id: id, account: account, livemode: livemode, fetchedAt: fetchedAt, fetchID: "fetch:\(requestID ?? "\(fetchedAt)")")
+                        : try await ledger.markGone(kind, id: id, account: account, livemode: livemode, fetchedAt: fetchedAt, fetchID: "fetch:\(requestID ?? "\(fetchedAt)")", run: run)
                     var page = PageReconciliation()
                     if reportingGone || changed || options.dryRun {
                         page.drifts = [ObjectDrift(kind: kind, id: id, drift: .goneInStripe, fields: [], outcome: options.dryRun ? .dryRun : (changed ? .repaired : .keptNewer))]

@@ -77,7 +77,7 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
     }
 
     package func reconcile(
-        _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool
+        _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool, run: Int64
     ) async throws -> PageReconciliation {
         try await client.transaction(logger: logger) { connection in
             var result = PageReconciliation()
@@ -122,6 +122,8 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
                     case .applied, .ambiguous:
                         outcome = .repaired
                         touches.add(snapshot, account: account, livemode: livemode)
+                        let repair = ReconcileRepairRows.repair(snapshot, drift: drift, fields: fields, account: account, livemode: livemode, run: run)
+                        try await connection.run(ReconcileRepairRows.insertSQL, ReconcileRepairRows.arguments(repair), logger: logger)
                     case .stale, .unchanged, .recorded:
                         outcome = .keptNewer
                     }
@@ -149,7 +151,7 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
     }
 
     package func markGone(
-        _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String
+        _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String, run: Int64
     ) async throws -> Bool {
         let table = LedgerRows.table(kind)
         let snapshotKey = "stripe/\(table)/\(account)/\(livemode)/\(id)"
@@ -166,19 +168,21 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
                     MetricsFactRows.goneSubscriptionFactSQL, [.text(fetchID), .integer(fetchedAt), .text(account), .boolean(livemode), .text(id)],
                     logger: logger)
             }
-            if changed, let outbox {
-                // The customer whose users' view a tombstone may change.
-                var customer: String?
-                switch kind {
-                case .customer: customer = id
-                case .subscription, .invoice:
-                    customer = try await connection.single(
-                        "SELECT customer FROM \(unescaped: table) WHERE account = \(account) AND livemode = \(livemode) AND id = \(id)",
-                        as: String?.self, logger: logger) ?? nil
-                default: break
+            guard changed else { return false }
+            // The customer the tombstoned object concerns, as its row names it.
+            var customer = ReconcileRepairRows.ownCustomer(kind, id: id)
+            if customer == nil, let sql = ReconcileRepairRows.heldCustomerSQL(kind) {
+                for try await row in try await connection.run(sql, [.text(account), .boolean(livemode), .text(id)], logger: logger) {
+                    customer = try row.decode(String?.self)
                 }
+            }
+            let repair = ReconcileRepairRows.gone(kind, id: id, customer: customer, account: account, livemode: livemode, run: run, fetchedAt: fetchedAt)
+            try await connection.run(ReconcileRepairRows.insertSQL, ReconcileRepairRows.arguments(repair), logger: logger)
+            if let outbox {
+                // The customer whose users' view a tombstone may change.
+                let announced = kind == .customer || kind == .subscription || kind == .invoice ? customer : nil
                 var touches = OutboxTouches()
-                if let customer { touches.customers.insert(.init(scope: ServiceScope(account: account, livemode: livemode), id: customer)) }
+                if let customer = announced { touches.customers.insert(.init(scope: ServiceScope(account: account, livemode: livemode), id: customer)) }
                 try await PostgresOutbox.announce(touches, policy: outbox, now: Self.nowMilliseconds, connection: connection, logger: logger)
             }
             return changed

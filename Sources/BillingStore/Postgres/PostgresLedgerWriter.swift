@@ -13,13 +13,20 @@ import PostgresNIO
 /// (``PostgresObjectLock``), which a row lock could not give for an object not yet in the ledger.
 enum PostgresLedgerWriter {
     /// Applies one snapshot for an account ('' = platform) and mode. A subscription's snapshot is
-    /// also kept as a metrics fact, whatever the guard decides (``MetricsFactRows``).
+    /// also kept as a metrics fact, and an attached payment method's customer as a link,
+    /// whatever the guard decides (``MetricsFactRows``, ``ReconcileRepairRows``).
     static func apply(
         _ snapshot: LedgerSnapshot, account: String, livemode: Bool, connection: PostgresConnection, logger: Logger
     ) async throws -> ApplyEffect {
         try await PostgresObjectLock.lock([PostgresObjectLock.key(snapshot, account: account, livemode: livemode)], connection, logger)
         if let fact = MetricsFactRows.subscriptionFact(snapshot, account: account, livemode: livemode) {
             try await connection.run(MetricsFactRows.insertSubscriptionFactSQL, fact, logger: logger)
+        }
+        // A payment method seen attached keeps its customer after it is detached (the timeline's link).
+        if let customer = ReconcileRepairRows.paymentMethodLink(snapshot) {
+            try await connection.run(
+                ReconcileRepairRows.linkPaymentMethodSQL,
+                ReconcileRepairRows.linkArguments(snapshot, customer: customer, account: account, livemode: livemode), logger: logger)
         }
         let table = LedgerRows.table(snapshot.kind)
         let key: [LedgerValue] = [.text(account), .boolean(livemode), .text(snapshot.objectID)]

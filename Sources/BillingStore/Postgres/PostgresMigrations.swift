@@ -42,6 +42,7 @@ package enum PostgresMigrations {
         PostgresAppStoreConsumption.migration,
         PostgresUsers.emailMigration,
         PostgresTimeline.checkoutMigration,
+        PostgresTimeline.repairMigration,
         PostgresMetricsIndex.coveringMigration,
     ]
 

@@ -77,9 +77,10 @@ public struct SQLiteLedgerReconciliation: LedgerReconciliationStore {
     }
 
     /// Compares one page of snapshots with the ledger and, unless `dryRun`, applies each that
-    /// differs under the version guard. With `trackSeen`, the ids are noted for gone detection.
+    /// differs under the version guard and logs the repair under `run`. With `trackSeen`, the
+    /// ids are noted for gone detection.
     public func reconcile(
-        _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool
+        _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool, run: Int64
     ) async throws -> PageReconciliation {
         let outbox = database.outbox
         return try await database.writer.write { db in
@@ -116,6 +117,9 @@ public struct SQLiteLedgerReconciliation: LedgerReconciliationStore {
                     case .applied, .ambiguous:
                         outcome = .repaired
                         touches.add(snapshot, account: account, livemode: livemode)
+                        let repair = ReconcileRepairRows.repair(snapshot, drift: drift, fields: fields, account: account, livemode: livemode, run: run)
+                        try db.cachedStatement(sql: ReconcileRepairRows.insertSQL)
+                            .execute(arguments: StatementArguments(ReconcileRepairRows.arguments(repair).map(\.databaseValue)))
                         if case .checkoutSession = snapshot.object {
                             try SQLiteLedgerWriter.linkCheckoutUser(snapshot, account: account, livemode: livemode, db: db)
                         }
@@ -150,9 +154,9 @@ public struct SQLiteLedgerReconciliation: LedgerReconciliationStore {
     }
 
     /// Tombstones an object Stripe answers 404 for, under the version guard (a deletion beats
-    /// every live snapshot). Returns whether the ledger changed.
+    /// every live snapshot), and logs it under `run`. Returns whether the ledger changed.
     public func markGone(
-        _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String
+        _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String, run: Int64
     ) async throws -> Bool {
         let outbox = database.outbox
         return try await database.writer.write { db in
@@ -166,19 +170,20 @@ public struct SQLiteLedgerReconciliation: LedgerReconciliationStore {
             if changed, kind == .subscription {
                 try db.execute(sql: MetricsFactRows.goneSubscriptionFactSQL, arguments: [fetchID, fetchedAt, account, livemode, id])
             }
-            if changed, let outbox {
-                // The customer whose users' view a tombstone may change.
-                var customer: String?
-                switch kind {
-                case .customer: customer = id
-                case .subscription, .invoice:
-                    customer = try String.fetchOne(
-                        db, sql: "SELECT customer FROM \(LedgerRows.table(kind)) WHERE account = ? AND livemode = ? AND id = ?",
-                        arguments: [account, livemode, id])
-                default: break
+            guard changed else { return false }
+            // The customer the tombstoned object concerns, as its row names it.
+            let customer = try ReconcileRepairRows.ownCustomer(kind, id: id)
+                ?? ReconcileRepairRows.heldCustomerSQL(kind).flatMap { sql in
+                    try String.fetchOne(db, sql: sql, arguments: [account, livemode, id])
                 }
+            let repair = ReconcileRepairRows.gone(kind, id: id, customer: customer, account: account, livemode: livemode, run: run, fetchedAt: fetchedAt)
+            try db.cachedStatement(sql: ReconcileRepairRows.insertSQL)
+                .execute(arguments: StatementArguments(ReconcileRepairRows.arguments(repair).map(\.databaseValue)))
+            if let outbox {
+                // The customer whose users' view a tombstone may change.
+                let announced = kind == .customer || kind == .subscription || kind == .invoice ? customer : nil
                 var touches = OutboxTouches()
-                if let customer { touches.customers.insert(.init(scope: ServiceScope(account: account, livemode: livemode), id: customer)) }
+                if let customer = announced { touches.customers.insert(.init(scope: ServiceScope(account: account, livemode: livemode), id: customer)) }
                 try SQLiteOutbox.announce(touches, policy: outbox, now: Int64(Date().timeIntervalSince1970 * 1000), db: db)
             }
             return changed

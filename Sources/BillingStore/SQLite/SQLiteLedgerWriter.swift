@@ -7,10 +7,16 @@ import GRDB
 /// the statements. Every method runs inside the caller's transaction.
 enum SQLiteLedgerWriter {
     /// Applies one snapshot for an account ('' = platform) and mode. A subscription's snapshot is
-    /// also kept as a metrics fact, whatever the guard decides (``MetricsFactRows``).
+    /// also kept as a metrics fact, and an attached payment method's customer as a link,
+    /// whatever the guard decides (``MetricsFactRows``, ``ReconcileRepairRows``).
     static func apply(_ snapshot: LedgerSnapshot, account: String, livemode: Bool, db: Database) throws -> ApplyEffect {
         if let fact = MetricsFactRows.subscriptionFact(snapshot, account: account, livemode: livemode) {
             try db.cachedStatement(sql: MetricsFactRows.insertSubscriptionFactSQL).execute(arguments: StatementArguments(fact.map(\.databaseValue)))
+        }
+        // A payment method seen attached keeps its customer after it is detached (the timeline's link).
+        if let customer = ReconcileRepairRows.paymentMethodLink(snapshot) {
+            let link = ReconcileRepairRows.linkArguments(snapshot, customer: customer, account: account, livemode: livemode)
+            try db.cachedStatement(sql: ReconcileRepairRows.linkPaymentMethodSQL).execute(arguments: StatementArguments(link.map(\.databaseValue)))
         }
         let table = LedgerRows.table(snapshot.kind)
         let key: StatementArguments = [account, livemode, snapshot.objectID]

@@ -59,6 +59,7 @@ enum SQLiteMigrations {
         registerConsumptionMigrations(&migrator)
         registerCustomerEmailMigrations(&migrator)
         registerTimelineCheckoutMigrations(&migrator)
+        registerTimelineRepairMigrations(&migrator)
         registerMetricsSpanMigrations(&migrator)
         return migrator
     }

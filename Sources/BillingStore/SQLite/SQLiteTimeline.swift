@@ -68,4 +68,34 @@ extension SQLiteMigrations {
                 """)
         }
     }
+
+    /// Reconcile's repairs and payment methods' customers on the timeline (`v14-timeline-repairs`
+    /// on PostgreSQL): the repair log, written with each repair, and the customer each payment
+    /// method was seen attached to, kept after it is detached; both read by customer and time.
+    static func registerTimelineRepairMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v16-timeline-repairs") { db in
+            try db.execute(sql: """
+                -- One row per object a reconcile run wrote over the ledger (or into it, or tombstoned):
+                -- the run (NULL for subscription repairs logged before this table), when Stripe
+                -- answered (Unix seconds), the customer it concerns when known, and what changed.
+                CREATE TABLE reconcileRepair (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    account TEXT NOT NULL, livemode BOOLEAN NOT NULL, run INTEGER, at INTEGER NOT NULL,
+                    kind TEXT NOT NULL, objectID TEXT NOT NULL, customer TEXT, drift TEXT NOT NULL, summary TEXT NOT NULL
+                );
+                CREATE INDEX reconcileRepair_customer ON reconcileRepair(account, livemode, customer, at);
+
+                -- The customer a payment method was first seen attached to (events and reconcile);
+                -- never removed on detach, when Stripe's object stops naming it.
+                CREATE TABLE paymentMethodCustomer (
+                    account TEXT NOT NULL, livemode BOOLEAN NOT NULL, paymentMethod TEXT NOT NULL, customer TEXT NOT NULL,
+                    firstSeen INTEGER NOT NULL,
+                    PRIMARY KEY (account, livemode, paymentMethod)
+                ) WITHOUT ROWID;
+                CREATE INDEX paymentMethodCustomer_customer ON paymentMethodCustomer(account, livemode, customer);
+                """)
+            try db.execute(sql: ReconcileRepairRows.backfillLinksSQL)
+            try db.execute(sql: ReconcileRepairRows.backfillSubscriptionRepairsSQL)
+        }
+    }
 }

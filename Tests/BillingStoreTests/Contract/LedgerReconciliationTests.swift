@@ -33,7 +33,7 @@ struct LedgerReconciliationTests {
         try await withCustomer(backend) { ledger in
             let result = try await ledger.store.reconciliation.reconcile(
                 [try fetched(EventFactory.object("customer"), at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false,
-                trackSeen: false)
+                trackSeen: false, run: 1)
             #expect(result.matched == 1)
             #expect(result.drifts.isEmpty)
             #expect(try await ledger.value("customer", Self.customerID, "vEventID") == "evt_1", "a match must not rewrite the row")
@@ -47,7 +47,7 @@ struct LedgerReconciliationTests {
             object["email"] = "ada@new.example.com"
             object["metadata"] = ["app_user_id": "user_43"]
             let result = try await ledger.store.reconciliation.reconcile(
-                [try fetched(object, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false)
+                [try fetched(object, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false, trackSeen: false, run: 1)
             let drift = try #require(result.drifts.first)
             #expect(drift.drift == .fieldDiffers)
             #expect(Set(drift.fields) == ["email", "appUserID"])
@@ -67,7 +67,7 @@ struct LedgerReconciliationTests {
             other["id"] = "cus_Missing000001"
             let result = try await ledger.store.reconciliation.reconcile(
                 [try fetched(object, at: Self.eventTime + 60), try fetched(other, at: Self.eventTime + 60)],
-                account: "", livemode: false, dryRun: true, trackSeen: false)
+                account: "", livemode: false, dryRun: true, trackSeen: false, run: 1)
             #expect(result.drifts.map(\.drift) == [.fieldDiffers, .missingLocally])
             #expect(result.drifts.allSatisfy { $0.outcome == .dryRun })
             #expect(try await ledger.dump() == before)
@@ -79,7 +79,7 @@ struct LedgerReconciliationTests {
         try await withLedger(backend) { ledger in
             let result = try await ledger.store.reconciliation.reconcile(
                 [try fetched(EventFactory.object("customer"), at: Self.eventTime)], account: "", livemode: false, dryRun: false,
-                trackSeen: false)
+                trackSeen: false, run: 1)
             #expect(result.drifts.map(\.drift) == [.missingLocally])
             #expect(try await ledger.value("customer", Self.customerID, "id") == Self.customerID)
         }
@@ -91,7 +91,7 @@ struct LedgerReconciliationTests {
             var object = EventFactory.object("customer")
             object["email"] = "stale@example.com"
             let result = try await ledger.store.reconciliation.reconcile(
-                [try fetched(object, at: Self.eventTime - 10)], account: "", livemode: false, dryRun: false, trackSeen: false)
+                [try fetched(object, at: Self.eventTime - 10)], account: "", livemode: false, dryRun: false, trackSeen: false, run: 1)
             #expect(result.drifts.map(\.outcome) == [.keptNewer])
             #expect(try await ledger.value("customer", Self.customerID, "email") == "ada@example.com")
         }
@@ -105,7 +105,7 @@ struct LedgerReconciliationTests {
             ])
             let result = try await ledger.store.reconciliation.reconcile(
                 [try fetched(EventFactory.object("customer"), at: Self.eventTime + 100)], account: "", livemode: false, dryRun: false,
-                trackSeen: false)
+                trackSeen: false, run: 1)
             #expect(result.drifts.first?.fields == ["deleted"])
             #expect(result.drifts.first?.outcome == .keptNewer)
             #expect(try await ledger.value("customer", Self.customerID, "vDeleted") == "1")
@@ -129,7 +129,7 @@ struct LedgerReconciliationTests {
                 object["id"] = "cus_gone\(index)"
                 return try fetched(object, at: Self.eventTime + 60)
             }
-            _ = try await reconciliation.reconcile(listed, account: "", livemode: false, dryRun: false, trackSeen: true)
+            _ = try await reconciliation.reconcile(listed, account: "", livemode: false, dryRun: false, trackSeen: true, run: 1)
             if backend == .postgres {
                 // Another replica's run keeps its own listing. (On SQLite one process runs one
                 // reconcile at a time, under the lease, and each process lists on its own connection.)
@@ -140,8 +140,8 @@ struct LedgerReconciliationTests {
             let candidates = try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: nil, limit: 100)
             #expect(candidates == ["cus_gone1", "cus_gone3"])
             #expect(try await reconciliation.goneCandidates(.customer, account: "", livemode: false, after: "cus_gone1", limit: 100) == ["cus_gone3"])
-            #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 61, fetchID: "fetch:req_1"))
-            #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 62, fetchID: "fetch:req_2") == false)
+            #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 61, fetchID: "fetch:req_1", run: 1))
+            #expect(try await reconciliation.markGone(.customer, id: "cus_gone1", account: "", livemode: false, fetchedAt: Self.eventTime + 62, fetchID: "fetch:req_2", run: 1) == false)
             // Other mode and account are different objects.
             #expect(try await reconciliation.goneCandidates(.customer, account: "acct_1", livemode: false, after: nil, limit: 100).isEmpty)
             // A second listing starts afresh.
@@ -182,7 +182,7 @@ struct LedgerReconciliationTests {
             changed["items"] = items
             let result = try await ledger.store.reconciliation.reconcile(
                 [try fetched(changed, kind: .subscription, at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false,
-                trackSeen: false)
+                trackSeen: false, run: 1)
             #expect(result.drifts.first?.fields == ["items"])
             #expect(try await ledger.value("subscriptionItem", itemID, "quantity") == "7")
         }
@@ -196,7 +196,7 @@ struct LedgerReconciliationTests {
             #expect(try await reconciliation.refetchQueue(account: "", livemode: false, limit: 10).map(\.id) == [Self.customerID])
             let result = try await reconciliation.reconcile(
                 [try fetched(EventFactory.object("customer"), at: Self.eventTime + 60)], account: "", livemode: false, dryRun: false,
-                trackSeen: false)
+                trackSeen: false, run: 1)
             #expect(result.refetchCleared == 1)
             #expect(try await reconciliation.refetchQueue(account: "", livemode: false, limit: 10).isEmpty)
         }

@@ -374,10 +374,10 @@ struct MetricsFactTests {
             let fetched = try LedgerSnapshot.decode(
                 kind: .subscription, deletion: false, eventType: nil, eventID: "fetch:req_repair", eventCreated: S.t0 + 20 * S.day,
                 objectJSON: ArraySlice(json))
-            let page = try await ledger.store.reconciliation.reconcile([fetched], account: "", livemode: false, dryRun: false, trackSeen: false)
+            let page = try await ledger.store.reconciliation.reconcile([fetched], account: "", livemode: false, dryRun: false, trackSeen: false, run: 1)
             #expect(page.drifts.map(\.outcome) == [.repaired])
             #expect(try await ledger.store.reconciliation.markGone(
-                .subscription, id: "sub_m2", account: "", livemode: false, fetchedAt: S.t0 + 30 * S.day, fetchID: "fetch:req_gone"))
+                .subscription, id: "sub_m2", account: "", livemode: false, fetchedAt: S.t0 + 30 * S.day, fetchID: "fetch:req_gone", run: 1))
 
             let expected = ["evt_m2_created paying", "fetch:req_repair paused", "fetch:req_gone deleted"]
             func facts() async throws -> [String] {

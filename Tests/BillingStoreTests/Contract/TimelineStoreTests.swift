@@ -9,6 +9,8 @@ import Testing
 @Suite("The customer timeline, on both backends")
 struct TimelineStoreTests {
     static let t0: Int64 = 1_800_000_000
+    /// After every event of ``Lifecycle/customerLifecycle(_:)``: when reconcile's fetches answer.
+    static let fetchedAt: Int64 = 1_900_000_000
     static let day: Int64 = 86_400
     static let endpoint = "https://app.example.com/billing-hooks?token=secret_in_query"
     static let catalog = try! PlanCatalog(tiers: [
@@ -40,13 +42,13 @@ struct TimelineStoreTests {
     }
 
     /// The ids of the events of a lifecycle on an object of the user's customer, subscription,
-    /// invoices or Checkout session.
+    /// invoices, payment method or Checkout session.
     static func linkedEventIDs(_ bodies: [[UInt8]]) throws -> Set<String> {
         Set(try bodies.compactMap { body -> String? in
             let event = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
             let object = try #require((event["data"] as? [String: Any])?["object"] as? [String: Any])
             let id = object["id"] as? String ?? ""
-            return ["cus_", "sub_", "in_", "cs_"].contains { id.hasPrefix($0) } ? event["id"] as? String : nil
+            return ["cus_", "sub_", "in_", "cs_", "pm_"].contains { id.hasPrefix($0) } ? event["id"] as? String : nil
         })
     }
 
@@ -73,16 +75,13 @@ struct TimelineStoreTests {
             let lifecycle = Lifecycle.customerLifecycle(0).map(\.body) + [openSession(0)]
             _ = try await store.inbox.insert(try (lifecycle + Lifecycle.customerLifecycle(1).map(\.body) + [openSession(1)]).map(EventFactory.delivery))
             _ = try await store.applier(.init(firstRetryDelay: .zero)).drain()
-            // Reconcile repairs sub_L0 from Stripe's API.
+            // Reconcile run 7 repairs sub_L0 from Stripe's API.
             var subscription = EventFactory.object("subscription")
             subscription["id"] = "sub_L0"
             subscription["customer"] = "cus_L0"
             subscription["status"] = "canceled"
-            let json = try JSONSerialization.data(withJSONObject: subscription)
-            let fetched = try LedgerSnapshot.decode(
-                kind: .subscription, deletion: false, eventType: nil, eventID: "fetch:req_repair", eventCreated: Self.t0 - 10,
-                objectJSON: ArraySlice(Array(json)))
-            _ = try await store.reconciliation.applyFetched(fetched, account: "", livemode: false)
+            let fetched = try Self.fetched(subscription, kind: .subscription, at: Self.fetchedAt)
+            _ = try await store.reconciliation.reconcile([fetched], account: "", livemode: false, dryRun: false, trackSeen: false, run: 7)
 
             // App Store: a purchase bought with user_0's appAccountToken.
             let token = try await store.appStore.accountToken(for: "user_0")
@@ -131,10 +130,12 @@ struct TimelineStoreTests {
             #expect(stripe.allSatisfy { $0.source == "stripe" })
             #expect(stripe.contains { $0.ref == "evt_L0_1" && $0.summary == "customer.created on cus_L0" && $0.at == 1_780_000_000 })
             #expect(stripe.contains { $0.summary == "invoice.payment_failed on in_L0_2" })
+            #expect(stripe.contains { $0.summary == "payment_method.detached on pm_L0" }, "a detached payment method's events stay with its customer")
 
             let repair = try #require(of(.reconcileRepair).first)
-            #expect(repair.source == "stripe" && repair.ref == "sub_L0" && repair.at == Self.t0 - 10)
-            #expect(repair.summary == "Subscription sub_L0 repaired from Stripe's API: canceled")
+            #expect(repair.source == "reconcile" && repair.ref == "sub_L0" && repair.at == Self.fetchedAt)
+            #expect(repair.summary.hasPrefix("Subscription sub_L0 repaired from Stripe's API: "), "\(repair.summary)")
+            #expect(repair.summary.hasSuffix(" differed (now canceled) (reconcile run 7)"), "\(repair.summary)")
 
             let notification = try #require(of(.appStoreNotification).first)
             #expect(notification.source == "app_store" && notification.at == AppStoreFactory.t0 / 1000)
@@ -178,6 +179,102 @@ struct TimelineStoreTests {
             #expect(try await store.timeline.timeline(of: "user_0", in: ServiceScope(livemode: true), limit: 50, after: nil, now: Self.t0).items.isEmpty,
                 "test-mode history never shows in live mode")
             #expect(try await store.timeline.timeline(of: "user_%", in: .test, limit: 50, after: nil, now: Self.t0).items.isEmpty)
+        }
+    }
+
+    /// An object as reconcile builds it from an API read at `fetchedAt`; a payment method that
+    /// names no customer is final, as the detach event would make it.
+    static func fetched(_ object: [String: Any], kind: LedgerObjectKind, at fetchedAt: Int64) throws -> LedgerSnapshot {
+        let json = Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+        let detached = kind == .paymentMethod && object["customer"] is NSNull
+        return try LedgerSnapshot.decode(
+            kind: kind, deletion: false, eventType: detached ? "payment_method.detached" : nil, eventID: "fetch:req_\(fetchedAt)",
+            eventCreated: fetchedAt, objectJSON: json[...])
+    }
+
+    @Test("A reconcile run's repairs of a user's customer, invoice and payment method, and what it marks gone, show on that user's timeline naming the run, and on nobody else's", arguments: StoreBackend.allCases)
+    func repairsOfARun(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            try await ledger.deliver((Lifecycle.customerLifecycle(0) + Lifecycle.customerLifecycle(1)).map(\.body))
+            let reconciliation = ledger.store.reconciliation
+            var customer = EventFactory.object("customer")
+            customer["id"] = "cus_L0"
+            customer["name"] = "Renamed B 0"
+            customer["email"] = "new0@example.com"
+            customer["metadata"] = ["app_user_id": "user_0"]
+            var settings = customer["invoice_settings"] as! [String: Any]
+            settings["default_payment_method"] = NSNull()
+            customer["invoice_settings"] = settings
+            var invoice = EventFactory.object("invoice")
+            invoice["id"] = "in_L0_1"
+            invoice["customer"] = "cus_L0"
+            invoice["status"] = "void"
+            // Detached since the lifecycle: Stripe's object names no customer; the link still does.
+            var method = EventFactory.object("payment_method")
+            method["id"] = "pm_L0"
+            method["customer"] = NSNull()
+            var card = method["card"] as! [String: Any]
+            card["exp_year"] = 2033
+            method["card"] = card
+            let page = [
+                try Self.fetched(customer, kind: .customer, at: Self.fetchedAt), try Self.fetched(invoice, kind: .invoice, at: Self.fetchedAt + 1),
+                try Self.fetched(method, kind: .paymentMethod, at: Self.fetchedAt + 2),
+            ]
+            let dry = try await reconciliation.reconcile(page, account: "", livemode: false, dryRun: true, trackSeen: false, run: 41)
+            #expect(dry.drifts.count == 3 && dry.drifts.allSatisfy { $0.outcome == .dryRun })
+            #expect(try await ledger.count("reconcileRepair") == 0, "a dry run logs nothing")
+
+            let result = try await reconciliation.reconcile(page, account: "", livemode: false, dryRun: false, trackSeen: false, run: 42)
+            #expect(result.drifts.map(\.outcome) == [.repaired, .repaired, .repaired], "\(result.drifts)")
+            let repairs = try await Self.all(ledger.store, "user_0", limit: 50, now: Self.fetchedAt + 10).filter { $0.kind == .reconcileRepair }
+            #expect(repairs.map(\.ref) == ["pm_L0", "in_L0_1", "cus_L0"], "newest first")
+            #expect(repairs.map(\.at) == [Self.fetchedAt + 2, Self.fetchedAt + 1, Self.fetchedAt])
+            #expect(repairs.allSatisfy { $0.source == "reconcile" && $0.summary.hasSuffix(" (reconcile run 42)") }, "\(repairs.map(\.summary))")
+            #expect(repairs.last?.summary == "Customer cus_L0 repaired from Stripe's API: email differed (reconcile run 42)")
+            #expect(repairs.first?.summary.hasPrefix("Payment method pm_L0 repaired from Stripe's API: ") == true)
+            #expect(repairs.first?.summary.contains("(now detached)") == true, "\(repairs.first?.summary ?? "")")
+            #expect(repairs.allSatisfy { $0.entitlement == nil })
+            #expect(try await Self.all(ledger.store, "user_1", limit: 50, now: Self.fetchedAt + 10).filter { $0.kind == .reconcileRepair }.isEmpty)
+
+            // Run 43 finds the subscription gone from Stripe.
+            #expect(try await reconciliation.markGone(.subscription, id: "sub_L0", account: "", livemode: false, fetchedAt: Self.fetchedAt + 5, fetchID: "fetch:req_gone", run: 43))
+            let gone = try #require(try await Self.all(ledger.store, "user_0", limit: 50, now: Self.fetchedAt + 10).first)
+            #expect(gone.kind == .reconcileRepair && gone.ref == "sub_L0" && gone.at == Self.fetchedAt + 5)
+            #expect(gone.summary == "Subscription sub_L0 is gone from Stripe; marked deleted (reconcile run 43)")
+            #expect(try await Self.all(ledger.store, "user_1", limit: 50, now: Self.fetchedAt + 10).filter { $0.kind == .reconcileRepair }.isEmpty)
+        }
+    }
+
+    @Test("A payment method's events show on its customer's user's timeline before and after it is detached", arguments: StoreBackend.allCases)
+    func detachedPaymentMethod(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            func method(_ customer: String?, expYear: Int = 2030) -> [String: Any] {
+                var object = EventFactory.object("payment_method")
+                object["id"] = "pm_D1"
+                object["customer"] = customer ?? NSNull()
+                var card = object["card"] as! [String: Any]
+                card["exp_year"] = expYear
+                object["card"] = card
+                return object
+            }
+            var customer = EventFactory.object("customer")
+            customer["id"] = "cus_D1"
+            customer["metadata"] = ["app_user_id": "user_d"]
+            // The detach arrives before the attach: the link is made all the same.
+            try await ledger.deliver([
+                EventFactory.event(id: "evt_D1_1", type: "customer.created", created: Self.t0, object: customer),
+                EventFactory.event(id: "evt_D1_4", type: "payment_method.detached", created: Self.t0 + 30, object: method(nil)),
+                EventFactory.event(id: "evt_D1_2", type: "payment_method.attached", created: Self.t0 + 10, object: method("cus_D1")),
+                EventFactory.event(id: "evt_D1_3", type: "payment_method.updated", created: Self.t0 + 20, object: method("cus_D1", expYear: 2031)),
+            ])
+            #expect(try await ledger.value("paymentMethod", "pm_D1", "customer") == nil, "Stripe's detached object names no customer")
+            let items = try await Self.all(ledger.store, "user_d", limit: 50, now: Self.t0 + 100)
+            #expect(items.filter { $0.kind == .stripeEvent }.map(\.ref) == ["evt_D1_4", "evt_D1_3", "evt_D1_2", "evt_D1_1"])
+            #expect(items.first?.summary == "payment_method.detached on pm_D1")
+            #expect(try await Self.all(ledger.store, "user_0", limit: 50, now: Self.t0 + 100).isEmpty)
+            let links = try await ledger.rows("SELECT customer, firstSeen FROM paymentMethodCustomer WHERE paymentMethod = 'pm_D1'")
+            #expect(links.map { $0["customer"] } == ["cus_D1"])
+            #expect(links.map { $0.int("firstseen") } == [Self.t0 + 10], "the earliest sighting, whatever the order of delivery")
         }
     }
 

@@ -72,6 +72,21 @@ struct ConsoleQueryPlanTests {
         #expect(!lines.contains { $0.contains("TEMP B-TREE") }, "sorts what it read: \(lines)")
     }
 
+    @Test("The customer page's timeline reads reconcile's repairs and payment methods' customers by customer through their indexes")
+    func timelineRepairsAndPaymentMethods() async throws {
+        let database = try SQLiteDatabase.inMemory()
+        defer { try? database.close() }
+        let repairs = try await plan(TimelineRows.repairsSQL, in: database)
+        #expect(repairs.contains { $0.contains("reconcileRepair USING INDEX reconcileRepair_customer") && $0.contains("customer=?") }, "\(repairs)")
+        let events = try await plan(TimelineRows.stripeEventsSQL, in: database)
+        #expect(events.contains { $0.contains("paymentMethodCustomer USING") && $0.contains("paymentMethodCustomer_customer") }, "\(events)")
+        #expect(events.contains { $0.contains("inboxEvent USING INDEX inboxEvent_objectCreated") }, "\(events)")
+        // The user's customers (the `customers` CTE, a handful of rows) are scanned; tables never.
+        for table in ["reconcileRepair", "paymentMethodCustomer", "inboxEvent", "customer", "subscription", "invoice", "userLink"] {
+            #expect(!(repairs + events).contains { $0 == "SCAN \(table)" || $0.hasPrefix("SCAN \(table) ") }, "\(table) is scanned: \(repairs + events)")
+        }
+    }
+
     @Test("The overview's movement and churn find the subscriptions that changed in a range from two ranges of the span indexes alone, and their spans by key")
     func metricsChangedSpans() async throws {
         let database = try SQLiteDatabase.inMemory()

@@ -11,16 +11,18 @@ public protocol LedgerReconciliationStore: Sendable {
         _ kind: LedgerObjectKind, objects: [(id: String, json: ArraySlice<UInt8>)], account: String, livemode: Bool, trackSeen: Bool
     ) async throws -> (matched: Int, changed: [Int])
     /// Compares one page of snapshots with the ledger and, unless `dryRun`, applies each that
-    /// differs under the version guard; with `trackSeen`, notes the ids as listed.
+    /// differs under the version guard, logging each repair under `run` (the reconcile run's id)
+    /// in the same transaction; with `trackSeen`, notes the ids as listed.
     func reconcile(
-        _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool
+        _ snapshots: [LedgerSnapshot], account: String, livemode: Bool, dryRun: Bool, trackSeen: Bool, run: Int64
     ) async throws -> PageReconciliation
     /// Ids the ledger holds (not deleted) of a kind that the listing did not see, in id order,
     /// `limit` at a time after `after`.
     func goneCandidates(_ kind: LedgerObjectKind, account: String, livemode: Bool, after: String?, limit: Int) async throws -> [String]
-    /// Tombstones an object Stripe answers 404 for, under the version guard; whether the ledger changed.
+    /// Tombstones an object Stripe answers 404 for, under the version guard, logging it under
+    /// `run` when the ledger changed; whether it changed.
     func markGone(
-        _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String
+        _ kind: LedgerObjectKind, id: String, account: String, livemode: Bool, fetchedAt: Int64, fetchID: String, run: Int64
     ) async throws -> Bool
     /// Objects the applier marked for re-fetch (ties on all evidence, lists Stripe cut short).
     func refetchQueue(account: String, livemode: Bool, limit: Int) async throws -> [(kind: LedgerObjectKind, id: String)]

@@ -62,8 +62,8 @@ package enum TimelineRows {
         let userKey = key + [.text(user)]
         let customers: [LedgerValue] = [.text(user)] + key + key + [.text(user)]
         var sources = [
-            Source(sql: stripeEventsSQL, arguments: customers + key + key + key + userKey + key, scale: 1, item: stripeEvent),
-            Source(sql: subscriptionRepairsSQL, arguments: customers + key + key, scale: 1, item: subscriptionRepair),
+            Source(sql: stripeEventsSQL, arguments: customers + key + key + key + key + userKey + key, scale: 1, item: stripeEvent),
+            Source(sql: repairsSQL, arguments: customers + key, scale: 1, item: repair),
             Source(sql: grantsCreatedSQL, arguments: userKey, scale: 1, item: grantCreated),
             Source(sql: grantsRevokedSQL, arguments: userKey, scale: 1, item: grantRevoked),
             Source(sql: grantsExpiredSQL, arguments: userKey + [.integer(now)], scale: 1, item: grantExpired),
@@ -88,15 +88,16 @@ package enum TimelineRows {
         )
         """
 
-    /// Events of the user's customers, their subscriptions and invoices, and their Checkout
-    /// sessions — of their customers, or opened for them (`client_reference_id`) before a
-    /// customer existed (`inboxEvent_objectCreated`). Payment methods are not among them: a
-    /// detached one no longer names its customer, so its events would leave the timeline.
+    /// Events of the user's customers, their subscriptions, invoices and payment methods, and
+    /// their Checkout sessions — of their customers, or opened for them (`client_reference_id`)
+    /// before a customer existed (`inboxEvent_objectCreated`). Payment methods are those ever seen
+    /// attached to the customers (`paymentMethodCustomer`), so a detached one's events stay.
     static let stripeEventsSQL = """
         \(customersCTE), objects (id) AS (
             SELECT id FROM customers
             UNION SELECT id FROM subscription WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
             UNION SELECT id FROM invoice WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
+            UNION SELECT paymentMethod FROM paymentMethodCustomer WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
             UNION SELECT id FROM checkoutSession WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers)
             UNION SELECT id FROM checkoutSession WHERE account = ? AND livemode = ? AND clientReferenceID = ?
         )
@@ -105,15 +106,13 @@ package enum TimelineRows {
         ORDER BY created DESC, seq DESC LIMIT ?
         """
 
-    /// Snapshots of the user's subscriptions that reconcile fetched from Stripe's API and wrote
-    /// (``MetricsFactRows``: one fact per snapshot, fetches named `fetch:<request id>`).
-    static let subscriptionRepairsSQL = """
+    /// What reconcile runs repaired of the user's customers' objects, from the repair log
+    /// (`reconcileRepair_customer`).
+    static let repairsSQL = """
         \(customersCTE)
-        SELECT vCreated, subscription, vEventID, status FROM stripeSubscriptionFact
-        WHERE account = ? AND livemode = ?
-            AND subscription IN (SELECT id FROM subscription WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers))
-            AND vEventID LIKE 'fetch:%' AND vCreated >= ? AND vCreated < ?
-        ORDER BY vCreated DESC LIMIT ?
+        SELECT at, id, run, objectID, summary FROM reconcileRepair
+        WHERE account = ? AND livemode = ? AND customer IN (SELECT id FROM customers) AND at >= ? AND at < ?
+        ORDER BY at DESC, id DESC LIMIT ?
         """
 
     /// Notifications, forwarded transactions and fetched snapshots of the user's original
@@ -255,12 +254,12 @@ package enum TimelineRows {
             summary: "Refund request\(reason) for transaction \(transaction): \(outcome)", ref: uuid, tiebreak: "consumption \(uuid)")
     }
 
-    @Sendable static func subscriptionRepair(_ row: any LedgerColumnReading) -> TimelineItem? {
-        guard let at = row.int64(0), let subscription = row.string(1), let fetch = row.string(2) else { return nil }
+    @Sendable static func repair(_ row: any LedgerColumnReading) -> TimelineItem? {
+        guard let at = row.int64(0), let id = row.int64(1), let object = row.string(3) else { return nil }
+        let run = row.int64(2).map { "reconcile run \($0)" } ?? "a reconcile run before repairs were logged"
         return TimelineItem(
-            kind: .reconcileRepair, at: at, source: "stripe",
-            summary: "Subscription \(subscription) repaired from Stripe's API: \(row.string(3) ?? "status unknown")", ref: subscription,
-            tiebreak: "\(subscription) \(fetch)")
+            kind: .reconcileRepair, at: at, source: "reconcile", summary: "\(row.string(4) ?? object) (\(run))", ref: object,
+            tiebreak: "repair \(padded(id))")
     }
 
     static func grant(_ row: any LedgerColumnReading) -> PromotionalGrant? {

@@ -7,7 +7,7 @@ public struct TimelineItem: Sendable, Equatable {
     public var kind: TimelineKind
     /// Unix seconds.
     public var at: Int64
-    /// Where it came from: `stripe`, `app_store`, `grant`, `usage`, `outbox` or `billingd`.
+    /// Where it came from: `stripe`, `app_store`, `reconcile`, `grant`, `usage`, `outbox` or `billingd`.
     public var source: String
     /// One line for a person.
     public var summary: String
