@@ -87,6 +87,12 @@ package struct PostgresApplier: EventApplier {
         var seen: Set<PostgresInbox.EventKey> = []
         var rows: [PostgresInbox.FinalRow] = []
         var rowOutcome: [Int] = []
+        // The Stripe snapshots are written together, set-wise (``PostgresLedgerBatch``), after
+        // the loop; what else a delivery writes (App Store, refunds) is written in it. The two
+        // never touch the same rows, so the order between them does not matter.
+        var snapshots: [LedgerBatch.Item] = []
+        var snapshotRows: [Int] = []
+        var writes: [(row: Int, decoded: DecodedDelivery)] = []
         for prepared in batch {
             let delivery = prepared.delivery
             let envelope = delivery.envelope
@@ -105,15 +111,26 @@ package struct PostgresApplier: EventApplier {
                 status = .ignored
             case .write:
                 let account = envelope.account ?? ""
-                let applied = try await applyToLedger(
-                    prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode, receivedAt: delivery.receivedAt,
-                    connection: connection)
-                tally.written(applied, prepared.decoded, account: account, livemode: envelope.livemode)
-                (status, effect) = (.applied, applied)
+                if case .snapshot(let snapshot) = prepared.decoded {
+                    snapshots.append(LedgerBatch.Item(snapshot: snapshot, account: account, livemode: envelope.livemode))
+                    snapshotRows.append(rows.count)
+                } else {
+                    effect = try await applyToLedger(
+                        prepared.decoded, eventID: envelope.id, account: account, livemode: envelope.livemode,
+                        receivedAt: delivery.receivedAt, connection: connection)
+                }
+                writes.append((rows.count, prepared.decoded))
+                status = .applied
             }
             rows.append(PostgresInbox.FinalRow(delivery: delivery, status: status, effect: effect, processedAt: processedAt))
             rowOutcome.append(outcomes.count)
             outcomes.append(.duplicate)
+        }
+        let effects = try await PostgresLedgerBatch.apply(snapshots, connection: connection, logger: logger)
+        for (row, effect) in zip(snapshotRows, effects) { rows[row].effect = effect }
+        for (row, decoded) in writes {
+            let envelope = rows[row].delivery.envelope
+            tally.written(rows[row].effect ?? .recorded, decoded, account: envelope.account ?? "", livemode: envelope.livemode)
         }
         // The inbox rows in two statements for the whole group, positions in arrival order.
         let positions = try await PostgresInbox.insertFinal(rows, connection: connection, logger: logger)
@@ -217,6 +234,11 @@ package struct PostgresApplier: EventApplier {
         try await PostgresObjectLock.lock(
             work.compactMap { PostgresObjectLock.key($0.1, account: $0.0.account, livemode: $0.0.livemode) }, connection, logger)
         var tally = ApplyTally(configuration: configuration, announces: outbox != nil)
+        if !isolated {
+            try await applyTogether(work, tally: &tally, now: now, connection: connection)
+            if let outbox { try await PostgresOutbox.announce(tally.touches, policy: outbox, now: now, connection: connection, logger: logger) }
+            return tally.pass
+        }
         for (event, outcome) in work {
             var failure: String?
             switch tally.drain(outcome, apiVersion: event.apiVersion) {
@@ -251,5 +273,46 @@ package struct PostgresApplier: EventApplier {
         }
         if let outbox { try await PostgresOutbox.announce(tally.touches, policy: outbox, now: now, connection: connection, logger: logger) }
         return tally.pass
+    }
+
+    /// Applies a pass's events without savepoints in a bounded number of statements: the Stripe
+    /// snapshots set-wise (``PostgresLedgerBatch``), the rest one by one, and the events' outcomes
+    /// in one statement. A ledger write that fails fails the transaction, and the caller applies
+    /// the pass again with each event isolated.
+    private func applyTogether(
+        _ work: [(DueEvent, DecodedDelivery)], tally: inout ApplyTally, now: Int64, connection: PostgresConnection
+    ) async throws {
+        var done: [PostgresInbox.Done] = []
+        var snapshots: [LedgerBatch.Item] = []
+        var snapshotDone: [Int] = []
+        var writes: [(done: Int, event: DueEvent, decoded: DecodedDelivery)] = []
+        for (event, outcome) in work {
+            switch tally.drain(outcome, apiVersion: event.apiVersion) {
+            case .ignore:
+                done.append(PostgresInbox.Done(seq: event.seq, status: .ignored, effect: nil))
+            case .write:
+                var effect: ApplyEffect?
+                if case .snapshot(let snapshot) = outcome {
+                    snapshots.append(LedgerBatch.Item(snapshot: snapshot, account: event.account, livemode: event.livemode))
+                    snapshotDone.append(done.count)
+                } else {
+                    effect = try await applyToLedger(
+                        outcome, eventID: event.eventID, account: event.account, livemode: event.livemode, receivedAt: now,
+                        connection: connection)
+                }
+                writes.append((done.count, event, outcome))
+                done.append(PostgresInbox.Done(seq: event.seq, status: .applied, effect: effect))
+            case .fail(let reason):
+                let (attempts, retryAt) = tally.failed(afterAttempts: event.attempts, now: now)
+                try await PostgresInbox.recordFailure(
+                    seq: event.seq, attempts: attempts, error: reason, retryAt: retryAt, at: now, connection: connection, logger: logger)
+            }
+        }
+        let effects = try await PostgresLedgerBatch.apply(snapshots, connection: connection, logger: logger)
+        for (index, effect) in zip(snapshotDone, effects) { done[index].effect = effect }
+        for write in writes {
+            tally.written(done[write.done].effect ?? .recorded, write.decoded, account: write.event.account, livemode: write.event.livemode)
+        }
+        try await PostgresInbox.recordDone(done, at: now, connection: connection, logger: logger)
     }
 }

@@ -75,6 +75,28 @@ extension PostgresInbox {
             logger: logger)
     }
 
+    /// An event a drain pass is done with: `applied` (with its effect) or `ignored`.
+    struct Done {
+        let seq: Int64
+        let status: InboxStatus
+        var effect: ApplyEffect?
+    }
+
+    /// Records, inside the applier's transaction, that events are done, in one statement.
+    static func recordDone(_ done: [Done], at now: Int64, connection: PostgresConnection, logger: Logger) async throws {
+        guard !done.isEmpty else { return }
+        let statuses = PostgresColumnArray(type: .text, values: done.map { .text($0.status.rawValue) })
+        let effects = PostgresColumnArray(type: .text, values: done.map { $0.effect.map { .text($0.rawValue) } ?? .null })
+        try await connection.prepared(
+            """
+            UPDATE inboxEvent e SET status = u.status, effect = u.effect, processedAt = \(now),
+                attempts = e.attempts + 1, lastError = NULL, nextAttemptAt = NULL, claimedBy = NULL
+            FROM unnest(\(done.map(\.seq))::bigint[], \(statuses)::text[], \(effects)::text[]) AS u (seq, status, effect)
+            WHERE e.seq = u.seq
+            """,
+            logger: logger)
+    }
+
     /// Records, inside the applier's transaction, that applying an event failed: `failed` with
     /// the time of its next try, or `dead` (`retryAt` nil). The claim stays, so the same pass
     /// does not try it again.
@@ -133,7 +155,7 @@ extension PostgresInbox {
     struct FinalRow {
         let delivery: InboxDelivery
         let status: InboxStatus
-        let effect: ApplyEffect?
+        var effect: ApplyEffect?
         let processedAt: Int64?
     }
 

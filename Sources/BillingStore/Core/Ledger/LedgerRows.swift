@@ -75,8 +75,14 @@ enum LedgerRows {
     /// The upsert of a row of `columns` (key first) into an object table, with `?` placeholders.
     static func upsertSQL(table: String, columns: [String]) -> String {
         let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ",")
+        return "INSERT INTO \(table) (\(columns.joined(separator: ","))) VALUES (\(placeholders)) \(upsertConflict(columns: columns))"
+    }
+
+    /// The conflict clause of an object table's upsert of `columns` (key first): the row
+    /// replaces the held one, whatever the values' source (one row, or a batch's).
+    static func upsertConflict(columns: [String]) -> String {
         let updates = columns.dropFirst(3).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        return "INSERT INTO \(table) (\(columns.joined(separator: ","))) VALUES (\(placeholders)) ON CONFLICT (account, livemode, id) DO UPDATE SET \(updates)"
+        return "ON CONFLICT (account, livemode, id) DO UPDATE SET \(updates)"
     }
 
     /// The rows an object owns in a child table, which a newer snapshot replaces as a whole.
@@ -96,12 +102,15 @@ enum LedgerRows {
         /// The statement inserting one row, with `?` placeholders; both dialects read it alike.
         var insertSQL: String {
             let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-            var sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))"
-            if replacesDuplicates {
-                let updates = columns.dropFirst(4).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-                sql += " ON CONFLICT (\(columns.prefix(4).joined(separator: ", "))) DO UPDATE SET \(updates)"
-            }
-            return sql
+            return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))\(conflictClause)"
+        }
+
+        /// What an insert does with a row whose key (the first four columns) is held: replace it
+        /// when ``replacesDuplicates``; otherwise nothing is said, and a conflict is an error.
+        var conflictClause: String {
+            guard replacesDuplicates else { return "" }
+            let updates = columns.dropFirst(4).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            return " ON CONFLICT (\(columns.prefix(4).joined(separator: ", "))) DO UPDATE SET \(updates)"
         }
     }
 
@@ -168,7 +177,13 @@ enum LedgerRows {
     /// The statement recording a Checkout link (both dialects), with `?` placeholders for
     /// account, livemode, user and customer.
     static let checkoutLinkSQL =
-        "INSERT INTO userLink (account, livemode, appUserID, customer, source) VALUES (?, ?, ?, ?, 'checkout') ON CONFLICT DO NOTHING"
+        "INSERT INTO userLink (\(checkoutLinkColumns.joined(separator: ", ")), source) VALUES (?, ?, ?, ?, \(checkoutLinkSource)) ON CONFLICT DO NOTHING"
+
+    /// A Checkout link's bound columns (its source is always ``checkoutLinkSource``).
+    static let checkoutLinkColumns = ["account", "livemode", "appUserID", "customer"]
+
+    /// The source of a link made by Checkout, as SQL.
+    static let checkoutLinkSource = "'checkout'"
 
     /// The typed columns a snapshot fills (raw JSON and version excluded), in table order. Reconcile
     /// compares these with the ledger's row to say which fields drifted.

@@ -3,7 +3,7 @@ import BillingCore
 /// A ledger column's value as both backends bind and read it, so that the decisions about what a
 /// row holds (typed fields, versions, child rows, dump lines) are made once, not per backend.
 /// SQLite stores a boolean as 0 or 1; PostgreSQL binds it as a real boolean.
-package enum LedgerValue: Sendable, Equatable {
+package enum LedgerValue: Sendable, Hashable {
     case null
     case integer(Int64)
     case boolean(Bool)
@@ -40,8 +40,9 @@ extension Optional where Wrapped: LedgerValueConvertible {
 }
 
 /// Turns `?` placeholders into PostgreSQL's `$1`, `$2` … (and `?N` into `$N`), so that a
-/// statement both dialects read alike is spelled once. Quoted literals are left alone.
-func numberedPlaceholders(_ sql: String) -> String {
+/// statement both dialects read alike is spelled once. Quoted literals are left alone. `spell`
+/// gives what stands for the n-th placeholder, when it is not `$n`.
+func numberedPlaceholders(_ sql: String, spell: (Int) -> String = { "$\($0)" }) -> String {
     var result = ""
     result.reserveCapacity(sql.utf8.count + 16)
     var count = 0
@@ -64,7 +65,7 @@ func numberedPlaceholders(_ sql: String) -> String {
             count += 1
             digits = String(count)
         }
-        result += "$" + digits
+        result += spell(Int(digits) ?? 0)
     }
     return result
 }

@@ -121,8 +121,14 @@ package enum ReconcileRepairRows {
 
     /// Records a payment method seen attached, keeping the earliest sighting. Arguments: account,
     /// livemode, payment method, customer, first seen (Unix seconds).
-    package static let linkPaymentMethodSQL = """
-        INSERT INTO paymentMethodCustomer (account, livemode, paymentMethod, customer, firstSeen) VALUES (?, ?, ?, ?, ?)
+    package static let linkPaymentMethodSQL =
+        "INSERT INTO paymentMethodCustomer (\(linkColumns.joined(separator: ", "))) VALUES (?, ?, ?, ?, ?) \(linkConflict)"
+
+    /// The columns of a payment method's link, in ``linkArguments(_:customer:account:livemode:)``'s order.
+    static let linkColumns = ["account", "livemode", "paymentMethod", "customer", "firstSeen"]
+
+    /// A link already held keeps its customer and takes the earlier sighting.
+    static let linkConflict = """
         ON CONFLICT (account, livemode, paymentMethod) DO UPDATE SET firstSeen = excluded.firstSeen
         WHERE excluded.firstSeen < paymentMethodCustomer.firstSeen
         """
