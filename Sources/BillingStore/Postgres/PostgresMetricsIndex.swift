@@ -56,9 +56,16 @@ struct PostgresMetricsIndex {
                 try await Self.execute(sql, values, connection, logger: logger)
             }
         }
-        for mark in marks {
-            try await connection.run(MetricsIndexRows.unmarkSQL, MetricsIndexRows.unmarkArguments(mark), logger: logger)
-        }
+        // The marks in one statement (a mark whose seq moved on while the batch was read stays).
+        try await connection.prepared(
+            """
+            DELETE FROM metricsIndexDirty d
+            USING unnest(\(marks.map(\.store.rawValue))::text[], \(marks.map(\.account))::text[], \(marks.map(\.livemode))::boolean[],
+                \(marks.map(\.subscription))::text[], \(marks.map(\.seq))::bigint[]) AS m (store, account, livemode, subscription, seq)
+            WHERE d.store = m.store AND d.account = m.account AND d.livemode = m.livemode AND d.subscription = m.subscription
+                AND d.seq = m.seq
+            """,
+            logger: logger)
         return true
     }
 

@@ -31,10 +31,24 @@ struct PostgresOutbox: OutboxStore {
         guard !touches.isEmpty else { return }
         var users = touches.users
         var usersOfCustomer: [OutboxTouches.Customer: [String]] = [:]
-        for customer in touches.customers {
-            let found = try await appUsers(ofCustomer: customer.id, scope: customer.scope, connection: connection, logger: logger)
-            usersOfCustomer[customer] = found
-            for user in found { users.insert(.init(scope: customer.scope, user: user)) }
+        let reader = PostgresUsers.Reader(connection: connection, logger: logger)
+        for (scope, customers) in Dictionary(grouping: touches.customers, by: \.scope) {
+            // The app's users of a Stripe customer: by its metadata, and by Checkout's links.
+            var found = Array(repeating: [String](), count: customers.count)
+            try await reader.forEachRow(
+                """
+                SELECT appUserID FROM customer WHERE account = ? AND livemode = ? AND id = ? AND appUserID IS NOT NULL AND appUserID <> ''
+                UNION SELECT appUserID FROM userLink WHERE account = ? AND livemode = ? AND customer = ?
+                """,
+                [.text(scope.account), .boolean(scope.livemode), nil, .text(scope.account), .boolean(scope.livemode), nil],
+                forEach: customers.map(\.id)
+            ) { index, row in
+                if let user = row.string(0) { found[index].append(user) }
+            }
+            for (customer, found) in zip(customers, found) {
+                usersOfCustomer[customer] = found
+                for user in found { users.insert(.init(scope: scope, user: user)) }
+            }
         }
         for purchase in touches.purchases {
             let scope = ServiceScope(livemode: purchase.environment == "Production")
@@ -50,12 +64,10 @@ struct PostgresOutbox: OutboxStore {
         let ordered = users.sorted {
             ($0.scope.livemode ? 1 : 0, $0.scope.account, $0.user) < ($1.scope.livemode ? 1 : 0, $1.scope.account, $1.user)
         }
-        for touched in ordered {
-            try await announce(user: touched.user, scope: touched.scope, policy: policy, now: now, connection: connection, logger: logger)
-        }
+        try await announce(users: ordered, policy: policy, now: now, connection: connection, logger: logger)
         // A refund is a fact, not a change of view: announced after the views, to the users of
-        // the charge's customer as found above (whose locks the loop took; a link committed
-        // since is not read again), when the ledger's invoice is a subscription's.
+        // the charge's customer as found above (whose locks were taken; a link committed since
+        // is not read again), when the ledger's invoice is a subscription's.
         guard !policy.endpoints.isEmpty else { return }
         for refund in touches.refunds {
             let (account, livemode) = (refund.scope.account, refund.scope.livemode)
@@ -68,67 +80,97 @@ struct PostgresOutbox: OutboxStore {
             }
             guard let subscription, !subscription.isEmpty else { continue }
             for user in (usersOfCustomer[OutboxTouches.Customer(scope: refund.scope, id: refund.customer)] ?? []).sorted() {
-                let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: refund.scope)
+                let billing = try await reader.billing(of: user, in: refund.scope)
                 let event = OutboxAnnouncer.refunded(refund, subscription: subscription, billing: billing, policy: policy, nowMilliseconds: now)
                 _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
             }
         }
     }
 
-    /// The app's users of a Stripe customer: by its metadata, and by Checkout's links.
-    private static func appUsers(ofCustomer customer: String, scope: ServiceScope, connection: PostgresConnection, logger: Logger) async throws -> [String] {
-        let (account, livemode) = (scope.account, scope.livemode)
-        var users: [String] = []
-        for try await row in try await connection.prepared(
-            """
-            SELECT appUserID FROM customer WHERE account = \(account) AND livemode = \(livemode) AND id = \(customer)
-                AND appUserID IS NOT NULL AND appUserID <> ''
-            UNION SELECT appUserID FROM userLink WHERE account = \(account) AND livemode = \(livemode) AND customer = \(customer)
-            """, logger: logger)
-        {
-            users.append(try row.decode(String.self))
-        }
-        return users
-    }
-
-    /// Announces one user's change. The user's state row is locked first (created when missing),
-    /// so that two replicas changing one user's view announce one after the other, each diffing
-    /// with what the other announced.
+    /// Announces one user's change (see ``announce(users:policy:now:connection:logger:)``).
     static func announce(
         user: String, scope: ServiceScope, policy: OutboxPolicy, now: Int64, connection: PostgresConnection, logger: Logger
     ) async throws {
+        try await announce(users: [.init(scope: scope, user: user)], policy: policy, now: now, connection: connection, logger: logger)
+    }
+
+    /// Announces users' changes, in a number of statements that does not grow with theirs. Each
+    /// user's state row is locked first, in `users`' order, so that two replicas changing one
+    /// user's view announce one after the other, each diffing with what the other announced.
+    static func announce(
+        users: [OutboxTouches.User], policy: OutboxPolicy, now: Int64, connection: PostgresConnection, logger: Logger
+    ) async throws {
+        guard !users.isEmpty else { return }
+        // An aggregate over unnest calls the lock function row after row, in the array's order.
         try await connection.prepared(
-            "SELECT pg_advisory_xact_lock(hashtextextended(\(OutboxAnnouncer.userKey(scope: scope, user: user)), 1))", logger: logger)
-        var kept: (state: String, reviewAt: Int64?)?
-        for try await row in try await connection.prepared(
             """
-            SELECT state, reviewAt FROM outboxUserState WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
-            """, logger: logger
-        ).decode((String, Int64?).self) { kept = row }
-        let billing = try await PostgresUsers.Reader(connection: connection, logger: logger).billing(of: user, in: scope)
-        let announced = OutboxAnnouncer.announce(billing: billing, kept: kept?.state, policy: policy, nowMilliseconds: now)
-        if announced.changed {
+            SELECT count(pg_advisory_xact_lock(hashtextextended(k, 1)))
+            FROM unnest(\(users.map { OutboxAnnouncer.userKey(scope: $0.scope, user: $0.user) })::text[]) AS k
+            """, logger: logger)
+        var states = Rows(), reviews = Rows(), changes: [[LedgerValue]] = [], events: [OutboxDraft] = []
+        var scopes: [ServiceScope] = []
+        var usersIn: [ServiceScope: [String]] = [:]
+        for touched in users {
+            if usersIn[touched.scope] == nil { scopes.append(touched.scope) }
+            usersIn[touched.scope, default: []].append(touched.user)
+        }
+        for scope in scopes {
+            let names = usersIn[scope] ?? []
+            var kept: [String: (state: String, reviewAt: Int64?)] = [:]
+            for try await (user, state, reviewAt) in try await connection.prepared(
+                """
+                SELECT "user", state, reviewAt FROM outboxUserState
+                WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = ANY(\(names)::text[])
+                """, logger: logger
+            ).decode((String, String, Int64?).self) { kept[user] = (state, reviewAt) }
+            let billings = try await PostgresUsers.Reader(connection: connection, logger: logger).billings(of: names, in: scope)
+            for (user, billing) in zip(names, billings) {
+                let announced = OutboxAnnouncer.announce(billing: billing, kept: kept[user]?.state, policy: policy, nowMilliseconds: now)
+                let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode), .text(user)]
+                if announced.changed {
+                    states.rows.append(key + [.text(announced.text), .integer(now), announced.reviewAt.map(LedgerValue.integer) ?? .null])
+                } else if let held = kept[user], held.reviewAt != announced.reviewAt {
+                    reviews.rows.append(key + [announced.reviewAt.map(LedgerValue.integer) ?? .null])
+                }
+                if announced.entitlementChanged {
+                    changes.append(TimelineRows.entitlementChangeArguments(announced, user: user, scope: scope, now: now))
+                }
+                events += announced.events
+            }
+        }
+        if !states.rows.isEmpty {
+            let columns = states.columns([.text, .boolean, .text, .text, .bigint, .bigint])
             try await connection.prepared(
                 """
                 INSERT INTO outboxUserState (account, livemode, "user", state, updatedAt, reviewAt)
-                VALUES (\(scope.account), \(scope.livemode), \(user), \(announced.text), \(now), \(announced.reviewAt))
+                SELECT * FROM unnest(\(columns[0])::text[], \(columns[1])::boolean[], \(columns[2])::text[], \(columns[3])::text[],
+                    \(columns[4])::bigint[], \(columns[5])::bigint[])
                 ON CONFLICT (account, livemode, "user") DO UPDATE
                     SET state = excluded.state, updatedAt = excluded.updatedAt, reviewAt = excluded.reviewAt
                 """, logger: logger)
-        } else if let kept, kept.reviewAt != announced.reviewAt {
+        }
+        if !reviews.rows.isEmpty {
+            let columns = reviews.columns([.text, .boolean, .text, .bigint])
             try await connection.prepared(
                 """
-                UPDATE outboxUserState SET reviewAt = \(announced.reviewAt)
-                WHERE account = \(scope.account) AND livemode = \(scope.livemode) AND "user" = \(user)
+                UPDATE outboxUserState o SET reviewAt = r.reviewAt
+                FROM unnest(\(columns[0])::text[], \(columns[1])::boolean[], \(columns[2])::text[], \(columns[3])::bigint[])
+                    AS r (account, livemode, "user", reviewAt)
+                WHERE o.account = r.account AND o.livemode = r.livemode AND o."user" = r."user"
                 """, logger: logger)
         }
-        if announced.entitlementChanged {
-            for try await _ in try await connection.run(
-                TimelineRows.insertEntitlementChangeSQL, TimelineRows.entitlementChangeArguments(announced, user: user, scope: scope, now: now),
-                logger: logger) {}
-        }
-        for event in announced.events {
-            _ = try await insert(event, endpoints: policy.endpoints, connection: connection, logger: logger)
+        try await PostgresLedgerBatch.Inserter(connection: connection, logger: logger).insert(
+            into: "entitlementChange", columns: TimelineRows.entitlementChangeColumns, rows: changes,
+            then: TimelineRows.entitlementChangeConflict)
+        try await insert(events, endpoints: policy.endpoints, connection: connection, logger: logger)
+    }
+
+    /// Rows of ledger values bound as one array per column.
+    private struct Rows {
+        var rows: [[LedgerValue]] = []
+
+        func columns(_ types: [PostgresColumnType]) -> [PostgresColumnArray] {
+            types.enumerated().map { index, type in PostgresColumnArray(type: type, values: rows.map { $0[index] }) }
         }
     }
 
@@ -187,6 +229,25 @@ struct PostgresOutbox: OutboxStore {
         _ = try await insert(
             OutboxAnnouncer.limitReached(state, scope: scope, user: user, policy: policy, nowMilliseconds: now),
             endpoints: policy.endpoints, connection: connection, logger: logger)
+    }
+
+    /// Queues `events` for every endpoint in one statement: event by event, endpoint by
+    /// endpoint, in that order of `seq`.
+    static func insert(_ events: [OutboxDraft], endpoints: [String], connection: PostgresConnection, logger: Logger) async throws {
+        guard !events.isEmpty, !endpoints.isEmpty else { return }
+        _ = try await connection.prepared(
+            """
+            INSERT INTO outboxEvent (id, endpoint, type, account, livemode, "user", userKey, createdAt, payload, status, nextAttemptAt)
+            SELECT e.id, p.endpoint, e.type, e.account, e.livemode, e."user", e.userKey, e.createdAt, e.payload,
+                \(OutboxStatus.pending.rawValue), e.createdAt
+            FROM unnest(\(events.map(\.id))::text[], \(events.map(\.type))::text[], \(events.map(\.scope.account))::text[],
+                \(events.map(\.scope.livemode))::boolean[], \(events.map(\.user))::text[],
+                \(events.map { OutboxAnnouncer.userKey(scope: $0.scope, user: $0.user) })::text[], \(events.map(\.createdAt))::bigint[],
+                \(PostgresColumnArray(type: .bytea, values: events.map { .blob($0.payload[...]) }))::bytea[])
+                WITH ORDINALITY AS e (id, type, account, livemode, "user", userKey, createdAt, payload, n)
+            CROSS JOIN unnest(\(endpoints)::text[]) WITH ORDINALITY AS p (endpoint, m)
+            ORDER BY e.n, p.m
+            """, logger: logger)
     }
 
     static func insert(_ event: OutboxDraft, endpoints: [String], connection: PostgresConnection, logger: Logger) async throws -> [Int64] {

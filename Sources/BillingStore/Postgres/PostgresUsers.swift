@@ -104,42 +104,97 @@ struct PostgresUsers: UserLedgerStore {
             }
         }
 
+        /// Runs a statement spelled with `?` placeholders for each of `keys` in one round trip,
+        /// prepared: the statement becomes a LATERAL subquery over the keys, each key standing
+        /// where `values` holds nil. `body` gets each row with the index of its key in `keys`.
+        func forEachRow(
+            _ sql: String, _ values: [LedgerValue?], forEach keys: [String], _ body: (Int, PostgresRowValues) throws -> Void
+        ) async throws {
+            guard !keys.isEmpty else { return }
+            var binds = PostgresBindings(capacity: values.count + 1)
+            binds.append(keys)
+            var numbers: [Int: Int] = [:]
+            for (index, value) in values.enumerated() {
+                guard let value else { continue }
+                binds.append(value)
+                numbers[index + 1] = numbers.count + 2
+            }
+            let lateral = numberedPlaceholders(sql) { numbers[$0].map { "$\($0)" } ?? "k.key" }
+            let rows = try await connection.prepared(
+                PostgresQuery(
+                    unsafeSQL: "SELECT k.n, r.* FROM unnest($1::text[]) WITH ORDINALITY AS k (key, n) CROSS JOIN LATERAL (\(lateral)) AS r",
+                    binds: binds),
+                logger: logger)
+            for try await row in rows {
+                let values = try row.map(LedgerValue.init)
+                guard case .integer(let number) = values.first, number >= 1, number <= keys.count else { continue }
+                try body(Int(number) - 1, PostgresRowValues(values: Array(values.dropFirst())))
+            }
+        }
+
         /// The user's billing in one mode, as the service API and the outbox resolve it.
         func billing(of user: String, in scope: ServiceScope, stripeEntitlements: Bool = true) async throws -> UserBilling {
-            let customers = try await customers(of: user, in: scope)
-            var subscriptions: [LedgerSubscription] = []
-            var entitlements: [String] = []
-            let key: [LedgerValue] = [.text(scope.account), .boolean(scope.livemode)]
-            for customer in customers {
-                let first = subscriptions.endIndex
-                try await forEachRow(UserQueries.subscriptionsSQL, key + [.text(customer.id)]) { row in
-                    UserQueries.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
+            try await billings(of: [user], in: scope, stripeEntitlements: stripeEntitlements)[0]
+        }
+
+        /// The billing of several users of one mode, in `users`' order, in a number of statements
+        /// that does not grow with theirs (the outbox announces a group commit's users together).
+        func billings(of users: [String], in scope: ServiceScope, stripeEntitlements: Bool = true) async throws -> [UserBilling] {
+            let key: [LedgerValue?] = [.text(scope.account), .boolean(scope.livemode)]
+            var lists = Array(repeating: UserQueries.CustomerList(), count: users.count)
+            try await forEachRow(UserQueries.customersSQL, [nil] + key + key + [nil], forEach: users) { lists[$0].add($1) }
+            let customers = lists.map(\.customers)
+            var customerIDs: [String] = []
+            var customerIndex: [String: Int] = [:]
+            for id in customers.joined().map(\.id) where customerIndex[id] == nil {
+                customerIndex[id] = customerIDs.count
+                customerIDs.append(id)
+            }
+            var subscriptionRows = Array(repeating: [PostgresRowValues](), count: customerIDs.count)
+            try await forEachRow(UserQueries.subscriptionsSQL, key + [nil], forEach: customerIDs) { subscriptionRows[$0].append($1) }
+            var entitlementsOf = Array(repeating: [String](), count: customerIDs.count)
+            if stripeEntitlements {
+                try await forEachRow(UserQueries.entitlementsSQL, key + [nil], forEach: customerIDs) { index, row in
+                    if let lookupKey = row.string(0) { entitlementsOf[index].append(lookupKey) }
                 }
-                guard stripeEntitlements else { continue }
-                try await forEachRow(UserQueries.entitlementsSQL, key + [.text(customer.id)]) { row in
-                    if let lookupKey = row.string(0) { entitlements.append(lookupKey) }
+            }
+            var subscriptions: [[LedgerSubscription]] = customers.map { customers in
+                var subscriptions: [LedgerSubscription] = []
+                for customer in customers {
+                    let first = subscriptions.endIndex
+                    for row in subscriptionRows[customerIndex[customer.id] ?? 0] {
+                        UserQueries.appendSubscriptionRow(row, customer: customer.id, first: first, to: &subscriptions)
+                    }
                 }
+                return subscriptions
             }
             // A past_due subscription's grace counts from when its unpaid invoice fell due.
-            for index in subscriptions.indices where subscriptions[index].status == .pastDue {
-                guard let invoice = subscriptions[index].latestInvoice else { continue }
-                try await forEachRow(UserQueries.invoiceDueSQL, key + [.text(invoice)]) { row in
-                    if let due = UserQueries.unpaidInvoiceDueAt(row) { subscriptions[index].unpaidInvoiceDueAt = due }
+            let unpaid = Array(Set(subscriptions.joined().filter { $0.status == .pastDue }.compactMap(\.latestInvoice)))
+            var dueAt: [String: Int64] = [:]
+            try await forEachRow(UserQueries.invoiceDueSQL, key + [nil], forEach: unpaid) { index, row in
+                if let due = UserQueries.unpaidInvoiceDueAt(row) { dueAt[unpaid[index]] = due }
+            }
+            for user in subscriptions.indices {
+                for index in subscriptions[user].indices where subscriptions[user][index].status == .pastDue {
+                    if let due = subscriptions[user][index].latestInvoice.flatMap({ dueAt[$0] }) {
+                        subscriptions[user][index].unpaidInvoiceDueAt = due
+                    }
                 }
             }
-            var appStore: [AppStoreSubscriptionRecord] = []
+            var appStore = Array(repeating: [AppStoreSubscriptionRecord](), count: users.count)
             if scope.account.isEmpty {
-                try await forEachRow(AppStoreLedgerRows.subscriptionsSQL(livemode: scope.livemode), [.text(user)]) { row in
-                    if let record = AppStoreLedgerRows.record(from: row) { appStore.append(record) }
+                try await forEachRow(AppStoreLedgerRows.subscriptionsSQL(livemode: scope.livemode), [nil], forEach: users) { index, row in
+                    if let record = AppStoreLedgerRows.record(from: row) { appStore[index].append(record) }
                 }
             }
-            var grants: [PromotionalGrant] = []
-            try await forEachRow(GrantRows.userSQL, GrantRows.userArguments(user, in: scope)) { row in
-                grants.append(GrantRows.grant(from: row))
+            var grants = Array(repeating: [PromotionalGrant](), count: users.count)
+            try await forEachRow(GrantRows.userSQL, key + [nil], forEach: users) { grants[$0].append(GrantRows.grant(from: $1)) }
+            return users.indices.map { index in
+                UserBilling(
+                    user: users[index], scope: scope, customers: customers[index], subscriptions: subscriptions[index],
+                    stripeEntitlements: customers[index].flatMap { entitlementsOf[customerIndex[$0.id] ?? 0] },
+                    appStoreSubscriptions: appStore[index], grants: grants[index])
             }
-            return UserBilling(
-                user: user, scope: scope, customers: customers, subscriptions: subscriptions, stripeEntitlements: entitlements,
-                appStoreSubscriptions: appStore, grants: grants)
         }
 
         func customers(of user: String, in scope: ServiceScope) async throws -> [LinkedCustomer] {

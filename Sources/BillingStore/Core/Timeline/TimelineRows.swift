@@ -370,8 +370,15 @@ package enum TimelineRows {
     /// Records the access a change left the user with (``OutboxAnnouncer/Announcement/entitlementChanged``),
     /// in the change's transaction. Arguments: ``entitlementChangeArguments(_:user:scope:now:)``.
     package static let insertEntitlementChangeSQL = """
-        INSERT INTO entitlementChange (account, livemode, "user", at, tier, entitled, source, validUntil, why, ref)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO entitlementChange (\(entitlementChangeColumns.joined(separator: ", ")))
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \(entitlementChangeConflict)
+        """
+
+    /// The columns of ``entitlementChangeArguments(_:user:scope:now:)``, in order.
+    static let entitlementChangeColumns = ["account", "livemode", "\"user\"", "at", "tier", "entitled", "source", "validUntil", "why", "ref"]
+
+    /// A second change of one user in one millisecond replaces the first.
+    static let entitlementChangeConflict = """
         ON CONFLICT (account, livemode, "user", at) DO UPDATE SET tier = excluded.tier, entitled = excluded.entitled,
             source = excluded.source, validUntil = excluded.validUntil, why = excluded.why, ref = excluded.ref
         """
