@@ -89,6 +89,16 @@ def main():
         "pending_left": int(values["applier_pending_left"]),
         "inbox_statuses": values["inbox_statuses"],
     }
+    if "pg_statements" in values:
+        # Every statement is a round trip; a transaction is a group commit, an applier pass or a claim.
+        statements, commits = int(values["pg_statements"]), max(1, int(values["pg_commits"]))
+        result["postgresql"] = {
+            "statements": statements,
+            "transactions": int(values["pg_commits"]),
+            "statements_per_event": round(statements / max(1, stored), 2),
+            "statements_per_transaction": round(statements / commits, 1),
+            "events_per_transaction": round(stored / commits, 1),
+        }
     if as_json:
         print(json.dumps(result, separators=(",", ":")))
         return
@@ -112,6 +122,11 @@ def main():
     applier = result["applier"]
     print(f"applier (not timed): {applier['pending_when_load_ended']} events pending when the load ended, "
           f"drained {applier['drain_seconds_after_load']:.1f} s later; inbox statuses {applier['inbox_statuses']}")
+    if "postgresql" in result:
+        pg = result["postgresql"]
+        print(f"PostgreSQL: {pg['statements']} statements (round trips) in {pg['transactions']} transactions: "
+              f"{pg['statements_per_event']} per event, {pg['statements_per_transaction']} per transaction, "
+              f"{pg['events_per_transaction']} events per transaction")
     met = result["targets"]
     busiest = max(ingest["other_cpu_percent"], noop["other_cpu_percent"])
     if busiest > 10:

@@ -70,6 +70,8 @@ billingd_start_test_postgres() {
     # max_locks_per_transaction × max_connections entries, which PostgreSQL's default of 64 per
     # connection overflows ("out of shared memory"). One ledger migrating at a time never does.
     local options="-c listen_addresses='' -c unix_socket_directories='$dir' $durability -c max_connections=300 -c max_locks_per_transaction=256"
+    # BILLINGD_TEST_POSTGRES_OPTIONS adds server options (scripts/bench-ingest loads pg_stat_statements).
+    if [ -n "${BILLINGD_TEST_POSTGRES_OPTIONS:-}" ]; then options="$options $BILLINGD_TEST_POSTGRES_OPTIONS"; fi
     if ! billingd_as_postgres "$bin/pg_ctl" --pgdata="$dir/data" --log="$dir/server.log" --wait --timeout=60 \
         -o "$options" start >/dev/null; then
         echo "billingd: the test database did not start:" >&2
