@@ -53,7 +53,7 @@ package struct PostgresApplier: EventApplier {
     /// whole batch: none of it is stored, and every caller is refused.
     package func ingest(_ batch: [PreparedDelivery], now: Int64) async throws -> IngestResult {
         do {
-            return try await client.transaction(logger: logger) { connection in
+            return try await client.transaction(logger: logger, genericPlans: true) { connection in
                 try await storeApplying(batch, now: now, connection: connection)
             }
         } catch let error where !StoreFull.matches(error) {
@@ -215,7 +215,7 @@ package struct PostgresApplier: EventApplier {
     func apply(_ claimed: [DueEvent], pass: String, now: Int64) async throws -> ApplyPass {
         let decoded = await DecodedDelivery.decodeConcurrently(claimed)
         do {
-            return try await client.transaction(logger: logger) { connection in
+            return try await client.transaction(logger: logger, genericPlans: true) { connection in
                 try await apply(claimed, decoded: decoded, pass: pass, now: now, isolated: false, connection: connection)
             }
         } catch let error where !StoreFull.matches(error) {

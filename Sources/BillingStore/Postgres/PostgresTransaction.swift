@@ -6,9 +6,9 @@ import Synchronization
 extension PostgresClient {
     /// One transaction on a pooled connection (``PostgresConnection/transaction(logger:_:)``).
     func transaction<Result: Sendable>(
-        logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+        logger: Logger, genericPlans: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        try await withConnection { connection in try await connection.transaction(logger: logger, body) }
+        try await withConnection { connection in try await connection.transaction(logger: logger, genericPlans: genericPlans, body) }
     }
 }
 
@@ -25,10 +25,27 @@ extension PostgresConnection {
     /// ROLLBACK after the body's failed query, or the body's next query after the server closed
     /// the session between two of them, went to the closed channel — holding up a group commit,
     /// an applier pass, the revenue gauges, and then `serve`'s stop.
+    ///
+    /// `genericPlans`: the transaction's prepared statements run their generic plans. The
+    /// group commit's and the drain's statements bind arrays whose length varies with the batch;
+    /// PostgreSQL's default then plans them again on every run (a custom plan for a few rows
+    /// looks cheaper than the generic one, which assumes ten), and planning was 39 % of the
+    /// database's CPU at full ingest (perf, 2026-11-29, docs/benchmarks.md). Their generic plans
+    /// (index lookups per key) are the right ones whatever the batch; a plan is made again when
+    /// ANALYZE updates a table's statistics. Elsewhere custom plans stay: a range over the
+    /// metrics index, say, is planned with its bounds.
     func transaction<Result: Sendable>(
-        logger: Logger, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+        logger: Logger, genericPlans: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await untilClosed { try await self.query("BEGIN", logger: logger) }
+        if genericPlans {
+            do {
+                try await untilClosed { try await self.query("SET LOCAL plan_cache_mode = force_generic_plan", logger: logger) }
+            } catch {
+                try? await untilClosed { try await self.query("ROLLBACK", logger: logger) }
+                throw error
+            }
+        }
         let value: Result
         do {
             value = try await untilClosed { try await body(self) }
