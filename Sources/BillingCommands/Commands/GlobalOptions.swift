@@ -50,9 +50,10 @@ struct GlobalOptions: ParsableArguments {
     /// (never falling back to SQLite then), else the SQLite file.
     /// - Parameter connections: the PostgreSQL pool's size; a command needs few.
     /// - Parameter creating: whether a missing SQLite file is created (see ``openSQLite(_:creating:)``).
-    func openStore(_ settings: Settings, connections: Int = 2, creating: Bool = true) async throws -> any LedgerStore {
+    /// - Parameter commits: the group commits it runs at once (``PostgresLedgerStore/open(_:maximumConnections:concurrentCommits:logger:)``).
+    func openStore(_ settings: Settings, connections: Int = 2, commits: Int = 1, creating: Bool = true) async throws -> any LedgerStore {
         if let postgres = settings.database.postgres {
-            return try await openPostgres(postgres, settings: settings, connections: connections)
+            return try await openPostgres(postgres, settings: settings, connections: connections, commits: commits)
         }
         return try openSQLite(settings, creating: creating)
     }
@@ -91,10 +92,12 @@ struct GlobalOptions: ParsableArguments {
 
     /// Opens (and so migrates) the PostgreSQL ledger `configuration` names; failures exit with
     /// the status that says why (69 unreachable, 78 a setting, 1 a failed migration).
-    func openPostgres(_ configuration: PostgresConfiguration, settings: Settings, connections: Int = 2) async throws -> PostgresLedgerStore {
+    func openPostgres(
+        _ configuration: PostgresConfiguration, settings: Settings, connections: Int = 2, commits: Int = 1
+    ) async throws -> PostgresLedgerStore {
         do {
             return try await PostgresLedgerStore.open(
-                configuration, maximumConnections: connections, logger: logger("billingd.postgres", settings: settings))
+                configuration, maximumConnections: connections, concurrentCommits: commits, logger: logger("billingd.postgres", settings: settings))
         } catch let error as PostgresStoreError {
             switch error {
             case .cannotConnect: throw CommandFailure(.unavailable, error.description)

@@ -27,7 +27,7 @@ struct Serve: AsyncParsableCommand {
         let logger = global.logger("billingd", settings: settings)
         // A PostgreSQL pool as large as the HTTP server's concurrent ledger work needs: group
         // commits, the applier, the outbox sender, reconcile and the service API's reads.
-        let store = try await global.openStore(settings, connections: settings.database.connections)
+        let store = try await global.openStore(settings, connections: settings.database.connections, commits: settings.database.commits)
         let daemon: BillingDaemon
         do {
             daemon = try await BillingDaemon(

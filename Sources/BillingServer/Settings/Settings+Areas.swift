@@ -23,6 +23,7 @@ extension Settings.Database {
             postgres = nil
         }
         connections = try read(SettingsTable.postgresConnections)
+        commits = try read(SettingsTable.postgresCommits)
         retentionBodiesDays = try read(SettingsTable.retentionBodies)
     }
 }

@@ -48,6 +48,9 @@ public struct Settings: Sendable {
         public var postgres: PostgresConfiguration?
         /// The PostgreSQL pool's size in `serve`: connections each replica holds at most.
         public var connections: Int
+        /// Group commits each replica runs at once on PostgreSQL (`BILLINGD_DATABASE_COMMITS`),
+        /// at most half of ``connections``.
+        public var commits: Int
         /// Days a superseded Stripe event body is kept (`BILLINGD_RETENTION_BODIES`); nil: forever.
         public var retentionBodiesDays: Int?
     }

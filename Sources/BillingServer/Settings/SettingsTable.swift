@@ -11,7 +11,7 @@ enum SettingsTable {
     /// The table in `--help` order: by area, then as an operator meets them.
     static let all: [SettingDescription] = [
         database.description, postgresURL.description, postgresPassword.description, postgresPasswordFile.description,
-        postgresConnections.description, retentionBodies.description,
+        postgresConnections.description, postgresCommits.description, retentionBodies.description,
         host.description, port.description, idleTimeout.description, headerTimeout.description, bodyTimeout.description,
         minimumTransferRate.description, maximumConnections.description, maximumConnectionsPerClient.description,
         webhookSecrets.description, signatureTolerance.description, stripeAPIKey.description, stripeAPIBase.description,
@@ -42,6 +42,12 @@ enum SettingsTable {
     static let postgresConnections = Setting<Int>(
         "BILLINGD_DATABASE_CONNECTIONS", .database, default: "20", meaning: "PostgreSQL connections serve holds at most (per replica)",
         parse: .count(2...1000, expected: "a number of connections"))
+    /// Group commits one replica runs at once (issue 34): what the database's cores serve, not
+    /// what the pool could hold.
+    static let postgresCommits = Setting<Int>(
+        "BILLINGD_DATABASE_COMMITS", .database, default: "4",
+        meaning: "PostgreSQL group commits serve runs at once (per replica; about twice the database's cores across all replicas)",
+        parse: .count(1...64, expected: "a number of commits"))
 
     /// Days a superseded Stripe event body is kept (issue 38); nil keeps every body.
     static let retentionBodies = Setting<Int?>(

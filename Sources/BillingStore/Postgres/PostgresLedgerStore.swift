@@ -49,9 +49,14 @@ public final class PostgresLedgerStore: Sendable {
 
     /// Connects once to check the database (reachable, `synchronous_commit` not off), migrates
     /// it under the advisory lock, and only then starts the pool.
-    /// - Parameter maximumConnections: the pool's size; every replica holds up to this many.
+    /// - Parameters:
+    ///   - maximumConnections: the pool's size; every replica holds up to this many.
+    ///   - concurrentCommits: the group commits run at once, at most half the pool. More than the
+    ///     database's cores can serve only adds lock waits and smaller batches: on two cores,
+    ///     one replica stored 809 events/s with 4 and 684 with 8, three replicas 746 with 2 each
+    ///     and 518 with 4 each (docs/benchmarks.md, 2026-11-29).
     public static func open(
-        _ configuration: PostgresConfiguration, maximumConnections: Int = 20,
+        _ configuration: PostgresConfiguration, maximumConnections: Int = 20, concurrentCommits: Int = 4,
         logger: Logger = Logger(label: "billingd.postgres")
     ) async throws -> PostgresLedgerStore {
         let target = configuration.redacted
@@ -91,7 +96,7 @@ public final class PostgresLedgerStore: Sendable {
         for await _ in started {}
         return PostgresLedgerStore(
             client: client, pool: PoolRun(runTask), appliedMigrations: applied, database: configuration.database, outbox: nil,
-            concurrentCommits: min(8, max(1, maximumConnections / 2)), logger: logger)
+            concurrentCommits: min(concurrentCommits, max(1, maximumConnections / 2)), logger: logger)
     }
 
     /// The inbox of verified deliveries.
