@@ -406,10 +406,11 @@ struct ConsumptionResponderTests {
             #expect(await world.puts.count == 1, "the call is in flight")
             await group.triggerGracefulShutdown()
             try await running.value
-            // Had it waited for the call, Apple's 202 would have made the request `sent`.
+            // Had it waited for the call, Apple's 202 would have made the request `sent`. (Whether
+            // the fake has recorded its delayed answer by now says only how busy the machine is:
+            // it finishes a call its client left.)
             let request = try await world.request(uuid)
             #expect(request.status == .pending && request.attempts == 1 && request.nextAttemptAt == world.now, "released, not held for the lease")
-            #expect(await world.fake.consumptionAnswers.isEmpty)
         }
     }
 

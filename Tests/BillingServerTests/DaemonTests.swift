@@ -52,7 +52,7 @@ struct DaemonTests {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let daemon = try await BillingDaemon(
             settings: settings, store: ledger.store,
-            options: .init(local: LocalMode(), gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+            options: .init(local: LocalMode(), gracefulShutdownSignals: [], onListening: { listening.yield($0) }, cancellationLimit: nil), logger: quiet)
         let (running, port) = try await start(daemon, ports: ports, listening: listening)
         return (daemon, running, port)
     }
@@ -100,7 +100,7 @@ struct DaemonTests {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let daemon = try await BillingDaemon(
             settings: settings, store: ledger.store,
-            options: .init(gracefulShutdownSignals: [], schedulerInitialDelay: .zero, onListening: { listening.yield($0) }),
+            options: .init(gracefulShutdownSignals: [], schedulerInitialDelay: .zero, onListening: { listening.yield($0) }, cancellationLimit: nil),
             logger: quiet)
         let (running, port) = try await start(daemon, ports: ports, listening: listening)
         let base = "http://127.0.0.1:\(port)"
@@ -152,7 +152,7 @@ struct DaemonTests {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let daemon = try await BillingDaemon(
             settings: settings, store: ledger.store,
-            options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }, closesStore: true), logger: quiet)
+            options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }, closesStore: true, cancellationLimit: nil), logger: quiet)
         let (running, port) = try await start(daemon, ports: ports, listening: listening)
         try await deliverCustomerCreated("evt_before_close", to: "http://127.0.0.1:\(port)")
         #expect(try await ledger.store.inbox.count() == 1, "open while the daemon runs")
@@ -184,7 +184,7 @@ struct DaemonTests {
             let (ports, listening) = AsyncStream.makeStream(of: Int.self)
             let local = try await BillingDaemon(
                 settings: settings, store: ledger.store,
-                options: .init(local: LocalMode(), gracefulShutdownSignals: [], onListening: { listening.yield($0) }), logger: quiet)
+                options: .init(local: LocalMode(), gracefulShutdownSignals: [], onListening: { listening.yield($0) }, cancellationLimit: nil), logger: quiet)
             #expect(local.startup["webhook_secrets"] == "local (generated)")
             let (running, _) = try await start(local, ports: ports, listening: listening)
             await local.shutdown()

@@ -579,7 +579,7 @@ struct OutboxDaemonTests {
             logger.logLevel = .critical
             let (ports, listening) = AsyncStream.makeStream(of: Int.self)
             let daemon = try await BillingDaemon(
-                settings: settings, store: ledger.store, options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }),
+                settings: settings, store: ledger.store, options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }, cancellationLimit: nil),
                 logger: logger)
             #expect(daemon.startup["app_webhooks"] == "1 endpoint(s)")
             let running = Task {

@@ -83,7 +83,7 @@ struct PostgresReplicaTests {
                     let (listening, continuation) = AsyncStream.makeStream(of: Int.self)
                     let daemon = try await BillingDaemon(
                         settings: settings, store: store,
-                        options: .init(gracefulShutdownSignals: [], onListening: { continuation.yield($0) }), logger: quiet)
+                        options: .init(gracefulShutdownSignals: [], onListening: { continuation.yield($0) }, cancellationLimit: nil), logger: quiet)
                     let running = Task {
                         defer { continuation.finish() }
                         try await daemon.run()

@@ -113,7 +113,7 @@ struct RetentionDaemonTests {
             environment: ["BILLINGD_PORT": "0", "STRIPE_WEBHOOK_SECRET": testSecret, "BILLINGD_RETENTION_BODIES": "35d"], configFile: nil)
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let daemon = try await BillingDaemon(
-            settings: settings, store: ledger.store, options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }),
+            settings: settings, store: ledger.store, options: .init(gracefulShutdownSignals: [], onListening: { listening.yield($0) }, cancellationLimit: nil),
             logger: quiet)
         let running = Task {
             defer { listening.finish() }

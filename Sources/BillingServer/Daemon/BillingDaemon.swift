@@ -34,11 +34,19 @@ public struct BillingDaemon: Sendable {
         /// failed leaves it to the caller. `serve` sets it; a test that reads the ledger after the
         /// daemon stopped leaves it off and closes the store itself.
         public var closesStore: Bool
+        /// How long the services cancelled after ``BillingDaemon/shutdownGrace`` may take before
+        /// the process ends with a fatal error: `serve`'s 5 s, so that a stop ends inside the
+        /// unit's `TimeoutStopSec` even when a service ignores cancellation. Nil waits for them
+        /// instead: a test running daemons inside its own busy process, where a crowded thread
+        /// pool can delay every task by seconds, passes nil so that a slow stop is its own
+        /// test's failure (or the suite's time limit, which names it) rather than the end of
+        /// every test in the process.
+        public var cancellationLimit: Duration?
 
         public init(
             local: (any LocalStandIns)? = nil, benchmarkRoutes: Bool = false, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
             schedulerInitialDelay: Duration = .seconds(15), onListening: @escaping @Sendable (Int) async -> Void = { _ in },
-            closesStore: Bool = false
+            closesStore: Bool = false, cancellationLimit: Duration? = .seconds(5)
         ) {
             self.local = local
             self.benchmarkRoutes = benchmarkRoutes
@@ -46,6 +54,7 @@ public struct BillingDaemon: Sendable {
             self.schedulerInitialDelay = schedulerInitialDelay
             self.onListening = onListening
             self.closesStore = closesStore
+            self.cancellationLimit = cancellationLimit
         }
     }
 
@@ -186,7 +195,7 @@ public struct BillingDaemon: Sendable {
         // after the grace is cancelled (its work is redone after the restart: nothing it held
         // was acknowledged), and one that ignores cancellation ends the process.
         configuration.maximumGracefulShutdownDuration = Self.shutdownGrace
-        configuration.maximumCancellationDuration = .seconds(5)
+        configuration.maximumCancellationDuration = options.cancellationLimit
         self.group = ServiceGroup(configuration: configuration)
         self.shutdownWatch = shutdownWatch
         self.logger = logger
