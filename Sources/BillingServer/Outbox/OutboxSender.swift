@@ -125,9 +125,13 @@ public final class OutboxSender: Service, Sendable {
                 // A full store could not record what is sent: wait for room (the watch) instead.
                 if !draining, space?.isFull == true { continue }
                 let (running, stalled) = lanes.free()
+                // Only what a lane starts for now: on PostgreSQL what is read is also leased for
+                // two minutes, so an event read for an endpoint whose lane still runs would wait
+                // out that lease instead of going in the endpoint's next lane.
+                let busy = draining ? running.union(stalled) : running
                 let due: [OutboxMessage]
                 do {
-                    due = try await store.due(now: Self.nowMilliseconds(), limit: configuration.batchSize)
+                    due = try await store.due(now: Self.nowMilliseconds(), limit: configuration.batchSize, excluding: busy)
                 } catch {
                     if draining {
                         failure = error
@@ -136,9 +140,7 @@ public final class OutboxSender: Service, Sendable {
                     logger.error("outbox pass failed; retrying shortly", metadata: ["error": "\(error)"])
                     continue
                 }
-                // Those of an endpoint with a lane are in that lane, or were read before it recorded them.
                 let startable = Dictionary(grouping: due, by: \.endpoint)
-                    .filter { !running.contains($0.key) && !(draining && stalled.contains($0.key)) }
                 for (endpoint, messages) in startable {
                     lanes.start(endpoint)
                     group.addTask { await self.lane(endpoint, messages, lanes: lanes, signal: signal, draining: draining) }

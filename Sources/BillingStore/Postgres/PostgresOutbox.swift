@@ -296,7 +296,7 @@ struct PostgresOutbox: OutboxStore {
 
     /// The next event of each (endpoint, user) whose earlier events are all delivered or dead,
     /// due at `now`, taken for this replica until the send lease runs out; oldest due first.
-    func due(now: Int64, limit: Int) async throws -> [OutboxMessage] {
+    func due(now: Int64, limit: Int, excluding: Set<String>) async throws -> [OutboxMessage] {
         try await client.transaction(logger: logger) { connection in
             // The endpoints with events waiting that are not disabled: one index lookup each.
             var endpoints: [String] = []
@@ -309,7 +309,7 @@ struct PostgresOutbox: OutboxStore {
                     FROM waiting WHERE waiting.url IS NOT NULL)
                 SELECT url FROM waiting WHERE url IS NOT NULL AND url NOT IN (SELECT url FROM outboxEndpoint)
                 """, logger: logger
-            ).decode(String.self) { endpoints.append(url) }
+            ).decode(String.self) { if !excluding.contains(url) { endpoints.append(url) } }
             // Each endpoint its share of the pass (what is taken is leased, so none is taken to
             // be dropped); each user's oldest waiting event only.
             let share = max(1, limit / max(1, endpoints.count))

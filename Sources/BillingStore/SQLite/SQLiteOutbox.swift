@@ -167,9 +167,9 @@ public struct SQLiteOutbox: OutboxStore {
         SELECT url FROM waiting WHERE url IS NOT NULL AND url NOT IN (SELECT url FROM outboxEndpoint)
         """
 
-    public func due(now: Int64, limit: Int) async throws -> [OutboxMessage] {
+    public func due(now: Int64, limit: Int, excluding: Set<String>) async throws -> [OutboxMessage] {
         try await database.writer.read { db in
-            let endpoints = try String.fetchAll(db.cachedStatement(sql: Self.sendableEndpoints))
+            let endpoints = try String.fetchAll(db.cachedStatement(sql: Self.sendableEndpoints)).filter { !excluding.contains($0) }
             guard !endpoints.isEmpty else { return [] }
             // Each endpoint its share of the pass; each user's oldest waiting event only.
             let share = max(1, limit / endpoints.count)

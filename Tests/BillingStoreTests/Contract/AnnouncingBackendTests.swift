@@ -217,6 +217,30 @@ struct AnnouncingBackendTests {
         ], "one event per user (users 1, 2, 0), the oldest first")
     }
 
+    @Test("An endpoint the sender excludes (its lane still runs) is neither handed out nor taken: its events are due at once for the next lane", arguments: StoreBackend.allCases)
+    func excludedEndpoint(_ backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let outbox = ledger.store.outbox
+            let (busy, idle) = ("https://busy.example.com/hooks", "https://idle.example.com/hooks")
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            for n in 1...4 {
+                _ = try await outbox.enqueue(
+                    OutboxDraft(id: "msg_\(n)", type: "test", scope: .test, user: "user_\(n)", createdAt: now - 1000 + Int64(n),
+                        payload: Array("{}".utf8)),
+                    endpoints: [busy, idle], now: now)
+            }
+            let whileBusy = try await outbox.due(now: now, limit: 100, excluding: [busy])
+            #expect(Set(whileBusy.map(\.endpoint)) == [idle], "only the endpoints a lane can start for now")
+            #expect(whileBusy.map(\.event.id) == ["msg_1", "msg_2", "msg_3", "msg_4"])
+            // On PostgreSQL `due` leases what it returns (two minutes): the excluded endpoint's
+            // events must not have been, or they would wait out that lease.
+            let next = try await outbox.due(now: now, limit: 100, excluding: [idle])
+            #expect(next.map { "\($0.event.id)@\($0.endpoint.prefix(12))" } == [
+                "msg_1@https://busy", "msg_2@https://busy", "msg_3@https://busy", "msg_4@https://busy",
+            ], "the busy endpoint's events are due at once when its next lane starts")
+        }
+    }
+
     @Test("A refund of a Stripe subscription's payment is announced once, after the views, with the refund", arguments: StoreBackend.allCases)
     func stripeRefund(_ backend: StoreBackend) async throws {
         let queued = try await refundScenario(backend)

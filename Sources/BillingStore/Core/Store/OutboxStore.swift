@@ -5,8 +5,10 @@ import BillingCore
 /// event for one endpoint; a user's rows for an endpoint go out in `seq` order.
 public protocol OutboxStore: Sendable {
     /// The next event of each (endpoint, user) whose earlier events are all delivered or dead,
-    /// due at `now` (Unix ms), for endpoints not disabled; oldest due first.
-    func due(now: Int64, limit: Int) async throws -> [OutboxMessage]
+    /// due at `now` (Unix ms), for endpoints not disabled and not in `excluding`; oldest due
+    /// first. On PostgreSQL what is returned is taken: leased to this replica for the send lease
+    /// (two minutes), so a caller asks only for the endpoints it will send to now.
+    func due(now: Int64, limit: Int, excluding: Set<String>) async throws -> [OutboxMessage]
     /// Records the outcomes of delivery attempts in one transaction.
     func record(_ attempts: [OutboxAttempt]) async throws
     /// Events newest first, of one status or any.
@@ -33,6 +35,13 @@ public protocol OutboxStore: Sendable {
     func nextReview() async throws -> Int64?
     /// Queues one ready-made event per endpoint (`send-test`), after the user's earlier ones.
     func enqueue(_ event: OutboxDraft, endpoints: [String], now: Int64) async throws -> [OutboxMessage]
+}
+
+extension OutboxStore {
+    /// ``due(now:limit:excluding:)`` for every endpoint.
+    public func due(now: Int64, limit: Int) async throws -> [OutboxMessage] {
+        try await due(now: now, limit: limit, excluding: [])
+    }
 }
 
 /// Where an outbound event stands.
