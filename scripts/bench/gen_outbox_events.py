@@ -31,6 +31,8 @@ def main() -> int:
     parser.add_argument("--subscriptions", required=True, help="file of customer.subscription.created deliveries")
     parser.add_argument("--changes", required=True, help="file of customer.subscription.updated deliveries (Pro to Enterprise)")
     parser.add_argument("--returns", required=True, help="file of customer.subscription.updated deliveries (back to Pro)")
+    parser.add_argument("--base-time", type=int, default=None,
+                        help="the Unix time the events and periods are dated from (default now); the signatures always use now")
     args = parser.parse_args()
     secret = os.environ.get("STRIPE_WEBHOOK_SECRET", "")
     if not secret.startswith("whsec_"):
@@ -41,7 +43,10 @@ def main() -> int:
     with open(os.path.join(args.fixtures, "subscription.json")) as f:
         subscription_template = json.load(f)
     key = secret.encode()
-    now = int(time.time())
+    signed_at = int(time.time())
+    # Signing again later (same --base-time) gives the same events with fresh signatures: a
+    # period that moved would be a renewal, and announce events the benchmark does not count.
+    now = args.base_time if args.base_time is not None else signed_at
 
     def line(event_id, event_type, obj, created):
         body = json.dumps({
@@ -49,8 +54,8 @@ def main() -> int:
             "pending_webhooks": 1, "type": event_type, "data": {"object": obj},
             "request": {"id": None, "idempotency_key": None},
         }, separators=(",", ":"))
-        signature = hmac.new(key, f"{now}.{body}".encode(), hashlib.sha256).hexdigest()
-        return f"t={now},v1={signature}\t{body}\n"
+        signature = hmac.new(key, f"{signed_at}.{body}".encode(), hashlib.sha256).hexdigest()
+        return f"t={signed_at},v1={signature}\t{body}\n"
 
     with open(args.customers, "w") as customers, open(args.subscriptions, "w") as subscriptions, \
             open(args.changes, "w") as changes, open(args.returns, "w") as returns:
