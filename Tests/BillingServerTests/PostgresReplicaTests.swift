@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BillingCommands
 import BillingCore
 import BillingSamples
 import BillingServer
@@ -16,12 +17,6 @@ import Testing
 @Suite("Several serve replicas on one PostgreSQL database", .serialized)
 struct PostgresReplicaTests {
     static let token = "tok_replicas_0123456789abcdef"
-
-    var quiet: Logger {
-        var logger = Logger(label: "test.replicas")
-        logger.logLevel = .critical
-        return logger
-    }
 
     /// Lifecycles of `users` customers: created with their app user, subscribed, past due, then
     /// active again or canceled, a second apart, all in the past.
@@ -67,6 +62,10 @@ struct PostgresReplicaTests {
         var deliveries = bodies + bodies.filter { _ in Bool.random(using: &random) }
         deliveries.shuffle(using: &random)
 
+        // The replicas' errors, so that a refused delivery says why the store failed.
+        let log = CapturedLog()
+        var logger = log.logger(format: .text)
+        logger.logLevel = .error
         try await PostgresTestDatabase.withFreshDatabase { configuration in
             var stores: [PostgresLedgerStore] = []
             var daemons: [(BillingDaemon, Task<Void, any Error>)] = []
@@ -83,7 +82,8 @@ struct PostgresReplicaTests {
                     let (listening, continuation) = AsyncStream.makeStream(of: Int.self)
                     let daemon = try await BillingDaemon(
                         settings: settings, store: store,
-                        options: .init(gracefulShutdownSignals: [], onListening: { continuation.yield($0) }, cancellationLimit: nil), logger: quiet)
+                        options: .init(gracefulShutdownSignals: [], onListening: { continuation.yield($0) }, cancellationLimit: nil, storeDeadline: .seconds(300)),
+                        logger: logger)
                     let running = Task {
                         defer { continuation.finish() }
                         try await daemon.run()
@@ -93,7 +93,10 @@ struct PostgresReplicaTests {
                     ports.append(try #require(await iterator.next(), "replica \(daemons.count) listens"))
                 }
 
-                // Eight senders at once, each delivery to the next replica in turn.
+                // Eight senders at once, each delivery to the next replica in turn. The replicas'
+                // store deadline and the senders' time limit are minutes, not serve's 20 s: in this
+                // process hundreds of tests share two threads, and a delivery refused because the
+                // machine was busy would say nothing about the store.
                 // Each answer's status, and the body of any that is not 200, so that a failure says why.
                 let answers = try await withThrowingTaskGroup(of: (status: UInt, body: String).self) { group in
                     var answers: [(status: UInt, body: String)] = []
@@ -105,7 +108,7 @@ struct PostgresReplicaTests {
                             post.method = .POST
                             for field in signedHeaders(body) { post.headers.add(name: field.name.rawName, value: field.value) }
                             post.body = .bytes(ByteBuffer(bytes: body))
-                            let response = try await HTTPClient.shared.execute(post, timeout: .seconds(30))
+                            let response = try await HTTPClient.shared.execute(post, timeout: .seconds(330))
                             let body = try await response.body.collect(upTo: 1 << 16)
                             return (response.status.code, response.status.code == 200 ? "" : String(buffer: body))
                         }
@@ -115,7 +118,7 @@ struct PostgresReplicaTests {
                 }
                 #expect(answers.count == deliveries.count)
                 let refused = answers.filter { $0.status != 200 }.map { "\($0.status) \($0.body)" }
-                #expect(refused.isEmpty, "every delivery, duplicates too, is acknowledged; not: \(refused)")
+                #expect(refused.isEmpty, "every delivery, duplicates too, is acknowledged; not: \(refused); the replicas logged: \(log.text)")
 
                 let inbox = stores[0].inbox
                 #expect(try await inbox.count() == bodies.count, "each event is stored once, whichever replicas it reached")

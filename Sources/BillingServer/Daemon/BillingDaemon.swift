@@ -42,11 +42,17 @@ public struct BillingDaemon: Sendable {
         /// test's failure (or the suite's time limit, which names it) rather than the end of
         /// every test in the process.
         public var cancellationLimit: Duration?
+        /// How long a webhook delivery waits for its group commit before it is answered 503
+        /// `store_unavailable` (the store retries later): `serve`'s 20 s, inside Stripe's and
+        /// Apple's own time limits. A test whose daemons share a crowded thread pool with hundreds
+        /// of others raises it, so that a refusal there means the store failed, not that the
+        /// machine was busy.
+        public var storeDeadline: Duration
 
         public init(
             local: (any LocalStandIns)? = nil, benchmarkRoutes: Bool = false, gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
             schedulerInitialDelay: Duration = .seconds(15), onListening: @escaping @Sendable (Int) async -> Void = { _ in },
-            closesStore: Bool = false, cancellationLimit: Duration? = .seconds(5)
+            closesStore: Bool = false, cancellationLimit: Duration? = .seconds(5), storeDeadline: Duration = .seconds(20)
         ) {
             self.local = local
             self.benchmarkRoutes = benchmarkRoutes
@@ -55,6 +61,7 @@ public struct BillingDaemon: Sendable {
             self.onListening = onListening
             self.closesStore = closesStore
             self.cancellationLimit = cancellationLimit
+            self.storeDeadline = storeDeadline
         }
     }
 
@@ -139,6 +146,7 @@ public struct BillingDaemon: Sendable {
         var dependencies = BillingServerDependencies(
             store: store, verifier: webhook.verifier(settings.stripe), committer: committer, metrics: metrics,
             benchmarkRoutes: options.benchmarkRoutes, apiTokens: settings.serviceAPI.tokens)
+        dependencies.webhook.storeDeadline = options.storeDeadline
         dependencies.metricsToken = settings.metrics.token
         dependencies.consoleTokens = settings.console.tokens
         dependencies.labeledAPITokens = settings.serviceAPI.labeledTokens
