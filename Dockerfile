@@ -10,7 +10,7 @@
 FROM swift:6.2-bookworm AS build
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config \
+        libsqlite3-dev libcurl4-openssl-dev libzstd-dev libssl-dev pkg-config \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 
@@ -29,14 +29,14 @@ RUN swift build -c release --product billingd --static-swift-stdlib \
 
 # ---- runtime ----
 FROM debian:bookworm-slim
-# What the binary links besides glibc: libsqlite3-0 (the ledger), libcurl4 (Foundation's
-# networking), libstdc++6 and libgcc-s1 (the latter always in the base image); plus
+# What the binary links besides glibc: libsqlite3-0 (the ledger), libzstd1 (its stored bodies),
+# libcurl4 (Foundation's networking), libstdc++6 and libgcc-s1 (the latter always in the base image); plus
 # ca-certificates for TLS to Stripe. curl is for the HEALTHCHECK: it adds only its small binary
 # to the libcurl4 needed anyway and checks a real HTTP status, where a bash /dev/tcp probe would
 # hand-parse the response.
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        ca-certificates curl libcurl4 libsqlite3-0 libstdc++6 \
+        ca-certificates curl libcurl4 libsqlite3-0 libzstd1 libstdc++6 \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed uid/gid, so that a bind-mounted data directory can be prepared for it:

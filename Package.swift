@@ -62,6 +62,7 @@ let package = Package(
             name: "BillingStore",
             dependencies: [
                 "BillingCore",
+                "CZstd",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -69,6 +70,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
+        ),
+        // libzstd, which compresses the bodies the inbox stores.
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
         ),
         // libcurl, with a thin shim over the variadic curl_easy_setopt/getinfo.
         .systemLibrary(

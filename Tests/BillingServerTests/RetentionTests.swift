@@ -179,6 +179,7 @@ struct CompactCommandTests {
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(compact.stdout.utf8)) as? [String: Any])
         #expect(summary["bodies_pruned"] as? Int == 3)
         #expect(summary["older_than_days"] as? Int == 35)
+        #expect(summary["bodies_uncompressed"] as? Int == 0, "serve stored every body compressed")
         #expect((summary["bytes_after"] as? Int ?? .max) <= (summary["bytes_before"] as? Int ?? 0))
         #expect(try await ledger.store.maintenance.dump() == dump)
 

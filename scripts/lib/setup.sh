@@ -37,4 +37,4 @@ billingd_ensure_packages() {
 
 # The system libraries billingd links: SQLite (GRDB), libcurl (Stripe API), OpenSSL headers; and
 # git, which SwiftPM needs to check out the package dependencies.
-billingd_build_packages=(libsqlite3-dev libcurl4-openssl-dev libssl-dev pkg-config ca-certificates git)
+billingd_build_packages=(libsqlite3-dev libcurl4-openssl-dev libzstd-dev libssl-dev pkg-config ca-certificates git)

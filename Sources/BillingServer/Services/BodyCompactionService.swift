@@ -76,14 +76,18 @@ public struct BodyCompactionService: Service {
         do {
             let result = try await store.retention.pruneBodies(
                 olderThan: BodyRetentionWindow.cutoff(days: days, now: now()), batchSize: batchSize, dryRun: false, progress: { _ in })
-            if result.bodies > 0 { try await store.retention.reclaimSpace(full: false) }
+            // Bodies a billingd older than their compression stored: after the first run, none.
+            let compressed = try await store.retention.compressBodies(batchSize: batchSize, dryRun: false, progress: { _ in })
+            if result.bodies > 0 || compressed.compressed > 0 { try await store.retention.reclaimSpace(full: false) }
             logger.info(
                 "bodies compacted",
                 metadata: [
                     "bodies_pruned": "\(result.bodies)", "bytes_pruned": "\(result.bytes)", "retention_days": "\(days)",
+                    "bodies_compressed": "\(compressed.compressed)",
+                    "bytes_saved": "\(compressed.bytesBefore - compressed.bytesAfter)",
                     "duration_ms": "\((ContinuousClock.now - started).nanoseconds / 1_000_000)",
                 ])
-            if result.bodies > 0 { await space?.refreshSizes() }
+            if result.bodies > 0 || compressed.compressed > 0 { await space?.refreshSizes() }
             return result
         } catch {
             if StoreFull.matches(error) { space?.refused(error, writer: "compaction") }

@@ -52,6 +52,40 @@ struct PostgresBodyRetention: BodyRetentionStore {
         return total
     }
 
+    func compressBodies(batchSize: Int, dryRun: Bool, progress: @Sendable (BodyCompressResult) -> Void) async throws
+        -> BodyCompressResult
+    {
+        var total = BodyCompressResult()
+        var after: Int64 = 0
+        let logger = logger
+        while true {
+            let start = after
+            let rows = try await client.withConnection { connection in
+                var rows: [(seq: Int64, body: [UInt8])] = []
+                let found = try await connection.runOnce(
+                    BodyRetentionRows.verbatimSQL, [.integer(start), .integer(Int64(batchSize))], logger: logger)
+                for try await (seq, body) in found.decode((Int64, ByteBuffer).self) { rows.append((seq, Array(body.readableBytesView))) }
+                return rows
+            }
+            guard let last = rows.last else { break }
+            after = last.seq
+            let rewrites = total.compress(rows, dryRun: dryRun)
+            if !rewrites.isEmpty {
+                try await client.transaction(logger: logger) { connection in
+                    for rewrite in rewrites {
+                        try await connection.runOnce(
+                            BodyRetentionRows.compressSQL,
+                            [.blob(rewrite.stored.bytes[...]), .integer(Int64(rewrite.stored.encoding.rawValue)), .integer(rewrite.seq)],
+                            logger: logger)
+                    }
+                }
+            }
+            progress(total)
+            if rows.count < batchSize { break }
+        }
+        return total
+    }
+
     private static func candidates(
         _ connection: PostgresConnection, _ sql: String, _ values: [LedgerValue], logger: Logger
     ) async throws -> [(seq: Int64, bytes: Int64)] {
@@ -65,6 +99,13 @@ struct PostgresBodyRetention: BodyRetentionStore {
     /// `VACUUM` makes the deleted bodies' space reusable inside the table (and its TOAST); `full`
     /// runs `VACUUM FULL`, which gives it back to the file system but locks the table (deliveries
     /// wait) while it rewrites it.
+    /// The bodies' `encoding` (``BodyEncoding``, `v19-inbox-body-encoding` on SQLite): a column
+    /// with a constant default, added without rewriting the table; rows written before it are
+    /// verbatim (0), and `billingd compact` compresses them in batches.
+    static let encodingMigration = PostgresMigrations.Migration(
+        version: "v17-inbox-body-encoding",
+        statements: ["ALTER TABLE inboxBody ADD COLUMN encoding bigint NOT NULL DEFAULT 0"])
+
     func reclaimSpace(full: Bool) async throws {
         try await client.query(PostgresQuery(unsafeSQL: full ? "VACUUM FULL inboxBody" : "VACUUM inboxBody"), logger: logger)
     }

@@ -33,17 +33,17 @@ extension PostgresInbox {
                 FOR UPDATE SKIP LOCKED) AS due
             WHERE e.seq = due.seq
             RETURNING e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, e.source,
-                (SELECT b.body FROM inboxBody b WHERE b.seq = e.seq)
+                (SELECT b.body FROM inboxBody b WHERE b.seq = e.seq), (SELECT b.encoding FROM inboxBody b WHERE b.seq = e.seq)
             """,
             logger: logger)
         var events: [DueEvent] = []
-        for try await (seq, eventID, account, livemode, type, created, apiVersion, attempts, source, body) in rows.decode(
-            (Int64, String, String, Bool, String, Int64, String?, Int, String, ByteBuffer).self)
+        for try await (seq, eventID, account, livemode, type, created, apiVersion, attempts, source, body, encoding) in rows.decode(
+            (Int64, String, String, Bool, String, Int64, String?, Int, String, ByteBuffer, Int).self)
         {
             events.append(DueEvent(
                 seq: seq, eventID: eventID, account: account, livemode: livemode, type: type, created: created,
                 apiVersion: apiVersion, attempts: attempts, source: InboxSource(rawValue: source) ?? .webhook,
-                body: Array(body.readableBytesView)))
+                body: try StoredBody.decode(Array(body.readableBytesView), encoding: encoding)))
         }
         return events.sorted { $0.seq < $1.seq }
     }
@@ -214,15 +214,19 @@ extension PostgresInbox {
             seqs[EventKey(id: id, account: account, livemode: livemode)] = seq
         }
         let positions = rows.map { seqs[EventKey($0.delivery)] }
-        var bodySeqs: [Int64] = [], bodies: [ByteBuffer] = []
+        var bodySeqs: [Int64] = [], bodies: [ByteBuffer] = [], encodings: [Int64] = []
         for (row, seq) in zip(rows, positions) {
             guard let seq else { continue }
             bodySeqs.append(seq)
-            bodies.append(ByteBuffer(bytes: row.delivery.body))
+            bodies.append(ByteBuffer(bytes: row.delivery.stored.bytes))
+            encodings.append(Int64(row.delivery.stored.encoding.rawValue))
         }
         if !bodySeqs.isEmpty {
             try await connection.prepared(
-                "INSERT INTO inboxBody (seq, body) SELECT * FROM unnest(\(bodySeqs)::bigint[], \(bodies)::bytea[])", logger: logger)
+                """
+                INSERT INTO inboxBody (seq, body, encoding)
+                SELECT * FROM unnest(\(bodySeqs)::bigint[], \(bodies)::bytea[], \(encodings)::bigint[])
+                """, logger: logger)
         }
         return positions
     }

@@ -64,7 +64,8 @@ struct PostgresInbox: EventInbox {
                         \(delivery.secretIndex.map(Int64.init)), \(status.rawValue), 0)
                     ON CONFLICT (eventID, account, livemode) DO NOTHING
                     RETURNING seq)
-                INSERT INTO inboxBody (seq, body) SELECT seq, \(ByteBuffer(bytes: delivery.body)) FROM event
+                INSERT INTO inboxBody (seq, body, encoding)
+                    SELECT seq, \(ByteBuffer(bytes: delivery.stored.bytes)), \(delivery.stored.encoding.rawValue) FROM event
                 RETURNING seq
                 """,
                 logger: logger)
@@ -136,12 +137,16 @@ struct PostgresInbox: EventInbox {
 
     /// The raw body of a stored event of an account and mode, byte for byte as received.
     func body(eventID: String, account: String?, livemode: Bool) async throws -> [UInt8]? {
-        try await single(
+        let rows = try await client.query(
             """
-            SELECT b.body FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
+            SELECT b.body, b.encoding FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
             WHERE e.eventID = \(eventID) AND e.account = \(account ?? "") AND e.livemode = \(livemode)
-            """, as: ByteBuffer.self
-        ).map { Array($0.readableBytesView) }
+            """,
+            logger: logger)
+        for try await (body, encoding) in rows.decode((ByteBuffer, Int).self) {
+            return try StoredBody.decode(Array(body.readableBytesView), encoding: encoding)
+        }
+        return nil
     }
 
     /// Number of events in each status.

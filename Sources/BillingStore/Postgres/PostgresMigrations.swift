@@ -44,6 +44,7 @@ package enum PostgresMigrations {
         PostgresTimeline.checkoutMigration,
         PostgresTimeline.repairMigration,
         PostgresMetricsIndex.coveringMigration,
+        PostgresBodyRetention.encodingMigration,
     ]
 
     /// The advisory lock's key: "billingd" in ASCII. Other applications on the database would

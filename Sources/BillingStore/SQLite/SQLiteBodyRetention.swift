@@ -1,4 +1,5 @@
 import BillingCore
+import Foundation
 import GRDB
 
 /// Body retention on SQLite (``BodyRetentionStore``): the decisions are ``BodyRetentionRows``'s.
@@ -46,6 +47,36 @@ public struct SQLiteBodyRetention: BodyRetentionStore {
         return total
     }
 
+    public func compressBodies(batchSize: Int, dryRun: Bool, progress: @Sendable (BodyCompressResult) -> Void) async throws
+        -> BodyCompressResult
+    {
+        var total = BodyCompressResult()
+        var after: Int64 = 0
+        while true {
+            let start = after
+            // Read on a reader and compressed outside the write lock: serve's commits wait
+            // only for each batch's updates.
+            let rows = try await database.writer.read { db in
+                try Row.fetchAll(db, sql: BodyRetentionRows.verbatimSQL, arguments: [start, batchSize])
+                    .map { (seq: $0[0] as Int64, body: Array($0[1] as Data)) }
+            }
+            guard let last = rows.last else { break }
+            after = last.seq
+            let rewrites = total.compress(rows, dryRun: dryRun)
+            if !rewrites.isEmpty {
+                try await database.writer.write { db in
+                    let update = try db.cachedStatement(sql: BodyRetentionRows.compressSQL)
+                    for rewrite in rewrites {
+                        try update.execute(arguments: [Data(rewrite.stored.bytes), rewrite.stored.encoding.rawValue, rewrite.seq])
+                    }
+                }
+            }
+            progress(total)
+            if rows.count < batchSize { break }
+        }
+        return total
+    }
+
     private static func candidates(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [(seq: Int64, bytes: Int64)] {
         try Row.fetchAll(db, sql: sql, arguments: arguments).map { (seq: $0["seq"], bytes: $0["bytes"]) }
     }
@@ -66,6 +97,17 @@ public struct SQLiteBodyRetention: BodyRetentionStore {
             // The WAL holds the pages written meanwhile: give them back too, unless a reader
             // (serve's) still needs it, in which case SQLite reuses it from its start.
             _ = try? db.checkpoint(.truncate)
+        }
+    }
+}
+
+extension SQLiteMigrations {
+    /// The bodies' `encoding` (``BodyEncoding``, `v17-inbox-body-encoding` on PostgreSQL): rows
+    /// written before it are verbatim (0) and stay readable as they are; `billingd compact`
+    /// compresses them in batches.
+    static func registerBodyEncodingMigrations(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v19-inbox-body-encoding") { db in
+            try db.execute(sql: "ALTER TABLE inboxBody ADD COLUMN encoding INTEGER NOT NULL DEFAULT 0")
         }
     }
 }

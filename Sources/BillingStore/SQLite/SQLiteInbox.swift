@@ -54,7 +54,8 @@ public struct SQLiteInbox: EventInbox {
         ])
         guard db.changesCount == 1 else { return .duplicate }
         let seq = db.lastInsertedRowID
-        try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body) VALUES (?, ?)").execute(arguments: [seq, Data(delivery.body)])
+        try db.cachedStatement(sql: "INSERT INTO inboxBody (seq, body, encoding) VALUES (?, ?, ?)")
+            .execute(arguments: [seq, Data(delivery.stored.bytes), delivery.stored.encoding.rawValue])
         return .stored(seq: seq)
     }
 
@@ -87,7 +88,7 @@ public struct SQLiteInbox: EventInbox {
         try await database.writer.read { db in
             try Row.fetchAll(
                 db.cachedStatement(sql: """
-                    SELECT e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, e.source, b.body
+                    SELECT e.seq, e.eventID, e.account, e.livemode, e.type, e.created, e.apiVersion, e.attempts, e.source, b.body, b.encoding
                     FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
                     WHERE e.seq IN (
                         SELECT seq FROM (
@@ -106,7 +107,8 @@ public struct SQLiteInbox: EventInbox {
                 DueEvent(
                     seq: row["seq"], eventID: row["eventID"], account: row["account"], livemode: row["livemode"],
                     type: row["type"], created: row["created"], apiVersion: row["apiVersion"], attempts: row["attempts"],
-                    source: InboxSource(rawValue: row["source"]) ?? .webhook, body: Array(row["body"] as Data))
+                    source: InboxSource(rawValue: row["source"]) ?? .webhook,
+                    body: try StoredBody.decode(Array(row["body"] as Data), encoding: row["encoding"]))
             }
         }
     }
@@ -202,14 +204,14 @@ public struct SQLiteInbox: EventInbox {
     /// The raw body of a stored event of an account and mode.
     public func body(eventID: String, account: String?, livemode: Bool) async throws -> [UInt8]? {
         try await database.writer.read { db in
-            try Data.fetchOne(
+            try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT b.body FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
+                    SELECT b.body, b.encoding FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq
                     WHERE e.eventID = ? AND e.account = ? AND e.livemode = ?
                     """,
                 arguments: [eventID, account ?? "", livemode]
-            ).map { Array($0) }
+            ).map { row in try StoredBody.decode(Array(row[0] as Data), encoding: row[1]) }
         }
     }
 

@@ -61,6 +61,7 @@ enum SQLiteMigrations {
         registerTimelineCheckoutMigrations(&migrator)
         registerTimelineRepairMigrations(&migrator)
         registerMetricsSpanMigrations(&migrator)
+        registerBodyEncodingMigrations(&migrator)
         return migrator
     }
 }

@@ -85,6 +85,32 @@ struct BodyRetentionTests {
         }
     }
 
+    @Test("Bodies are stored compressed, by the inbox and by the webhook's group commit, and read back byte for byte by the inbox, the applier and replay", arguments: StoreBackend.allCases)
+    func storedCompressed(backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let bodies = RetentionLedger.bodies
+            // The first half through the inbox and the applier's drain, the rest as the webhook commits them.
+            let pass = try await ledger.deliver(Array(bodies.prefix(5)))
+            #expect(pass.processed == 5 && pass.failed == 0 && pass.dead == 0, "the applier read the bodies it stored")
+            #expect(try await ledger.ingest(Array(bodies.dropFirst(5))) == 0)
+
+            let row = try #require(try await ledger.rows(
+                "SELECT count(*) AS n, sum(CASE WHEN encoding = 1 THEN 1 ELSE 0 END) AS zstd, sum(length(body)) AS bytes FROM inboxBody").first)
+            #expect(row.int("n") == Int64(bodies.count))
+            #expect(row.int("zstd") == Int64(bodies.count), "every body compressed")
+            let received = bodies.reduce(0) { $0 + $1.count }
+            #expect((row.int("bytes") ?? .max) * 4 < Int64(received) * 3, "\(row) of \(received) bytes received")
+            for (event, body) in zip(RetentionLedger.events, bodies) {
+                #expect(try await ledger.inbox.body(eventID: event.id, account: nil, livemode: false) == body, "\(event.id)")
+            }
+
+            let dump = try await ledger.dump()
+            let replayed = try await ledger.maintenance.replay(applier: ledger.applier, progress: { _ in })
+            #expect(replayed.processed == bodies.count && replayed.failed == 0 && replayed.dead == 0)
+            #expect(try await ledger.dump() == dump)
+        }
+    }
+
     @Test("A redelivery of a pruned event is still a duplicate, by the webhook's group commit and by the inbox", arguments: StoreBackend.allCases)
     func dedupeOfPruned(backend: StoreBackend) async throws {
         try await withLedger(backend) { ledger in

@@ -5,6 +5,9 @@ public struct InboxDelivery: Sendable {
     public let envelope: EventEnvelope
     /// The raw body exactly as received; never re-serialised.
     public let body: [UInt8]
+    /// `body` as the inbox stores it, compressed here, where the delivery is made, so that no
+    /// serial commit spends its time on it.
+    public let stored: StoredBody
     /// Unix milliseconds at which billingd received it.
     public let receivedAt: Int64
     /// Where it came from.
@@ -25,6 +28,7 @@ public struct InboxDelivery: Sendable {
     ) {
         self.envelope = envelope
         self.body = body
+        self.stored = StoredBody(compressing: body)
         self.receivedAt = receivedAt
         self.source = source
         self.secretIndex = secretIndex

@@ -127,6 +127,8 @@ extension MetricsFactRows {
     enum Backfill {
         /// The applied inbox events of the types that carry a subscription, with `?` for the
         /// `applied` status and the type prefix: event id, account, livemode, type, created, body.
+        /// It runs in a migration older than the bodies' compression (SQLite v19, PostgreSQL
+        /// v17), so every body it reads is verbatim.
         static let eventsSQL = """
             SELECT e.eventID, e.account, e.livemode, e.type, e.created, b.body
             FROM inboxEvent e JOIN inboxBody b ON b.seq = e.seq

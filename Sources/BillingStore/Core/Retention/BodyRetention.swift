@@ -22,6 +22,39 @@ public protocol BodyRetentionStore: Sendable {
     /// also turns incremental auto-vacuum on for a ledger created before it), on PostgreSQL a
     /// `VACUUM` of the inbox's bodies (`full`: `VACUUM FULL`, which locks the table while it runs).
     func reclaimSpace(full: Bool) async throws
+    /// Compresses the bodies stored verbatim (``BodyEncoding/verbatim``: written before bodies
+    /// were compressed) in transactions of `batchSize`, each row rewritten only if it is still
+    /// verbatim, telling `progress` the running total after each; with `dryRun`, only counts them.
+    /// Resumable: a run stopped half-way leaves the rows it did compressed and the others as
+    /// they were, both readable.
+    func compressBodies(batchSize: Int, dryRun: Bool, progress: @Sendable (BodyCompressResult) -> Void) async throws -> BodyCompressResult
+}
+
+/// What one run of ``BodyRetentionStore/compressBodies(batchSize:dryRun:progress:)`` did.
+public struct BodyCompressResult: Sendable, Equatable {
+    /// Verbatim bodies read (dry run: found).
+    public var bodies = 0
+    /// Those of them now compressed; a body compressing would not shrink stays verbatim.
+    public var compressed = 0
+    /// The bodies' bytes before, and after (dry run: before).
+    public var bytesBefore: Int64 = 0
+    public var bytesAfter: Int64 = 0
+
+    public init() {}
+
+    /// Compresses one batch's `(seq, body)` rows in memory: the rows to rewrite, with the tally.
+    mutating func compress(_ rows: [(seq: Int64, body: [UInt8])], dryRun: Bool) -> [(seq: Int64, stored: StoredBody)] {
+        bodies += rows.count
+        var rewrites: [(seq: Int64, stored: StoredBody)] = []
+        for row in rows {
+            bytesBefore += Int64(row.body.count)
+            let stored = dryRun ? StoredBody(bytes: row.body, encoding: .verbatim) : StoredBody(compressing: row.body)
+            bytesAfter += Int64(stored.bytes.count)
+            if stored.encoding != .verbatim { rewrites.append((row.seq, stored)) }
+        }
+        compressed += rewrites.count
+        return rewrites
+    }
 }
 
 /// The events of one store in the inbox.
@@ -106,6 +139,13 @@ enum BodyRetentionRows {
             ORDER BY e.seq\(seqs == nil ? " LIMIT ?" : "")
             """
     }
+
+    /// Up to `?` (limit) bodies stored verbatim after inbox position `?`, in order: seq, body.
+    static let verbatimSQL = "SELECT seq, body FROM inboxBody WHERE encoding = \(BodyEncoding.verbatim.rawValue) AND seq > ? ORDER BY seq LIMIT ?"
+
+    /// Rewrites one body compressed (`?` the bytes, `?` the encoding, `?` the seq), if it is still
+    /// verbatim.
+    static let compressSQL = "UPDATE inboxBody SET body = ?, encoding = ? WHERE seq = ? AND encoding = \(BodyEncoding.verbatim.rawValue)"
 
     /// Removes the bodies of the given inbox positions (integers the candidates gave, never input).
     static func deleteSQL(_ seqs: [Int64]) -> String {
