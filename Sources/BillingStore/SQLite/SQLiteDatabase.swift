@@ -136,12 +136,14 @@ public struct SQLiteDatabase: Sendable {
             let free = try Int64.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
             var tables: [String: Int64] = [:]
             // An index counts for its table; SQLite's own schema table is not in sqlite_schema.
+            // A row per page, summed here in 64 bits: dbstat's own per-table row (`aggregate = 1`)
+            // adds the pages' sizes in a 32-bit int, so a table past 2 GiB came out negative
+            // (-1.8 GB for the 2.5 GB of bodies of a million uncompressed events).
             for row in try Row.fetchAll(
                 db,
                 sql: """
                     SELECT lower(coalesce(s.tbl_name, d.name)) AS tableName, sum(d.pgsize) AS bytes
                     FROM dbstat AS d LEFT JOIN sqlite_schema AS s ON s.name = d.name
-                    WHERE d.aggregate = 1
                     GROUP BY 1
                     """)
             {
