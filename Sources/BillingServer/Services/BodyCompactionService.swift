@@ -76,7 +76,8 @@ public struct BodyCompactionService: Service {
         do {
             let result = try await store.retention.pruneBodies(
                 olderThan: BodyRetentionWindow.cutoff(days: days, now: now()), batchSize: batchSize, dryRun: false, progress: { _ in })
-            // Bodies a billingd older than their compression stored: after the first run, none.
+            // Bodies a billingd older than their compression stored (after the first run, only the
+            // few that compressing would not shrink, read again and left as they are).
             let compressed = try await store.retention.compressBodies(batchSize: batchSize, dryRun: false, progress: { _ in })
             if result.bodies > 0 || compressed.compressed > 0 { try await store.retention.reclaimSpace(full: false) }
             logger.info(

@@ -13,10 +13,10 @@ public enum BodyEncoding: Int, Sendable, CaseIterable {
 }
 
 /// A body as the inbox stores it. The bodies are JSON of a few kilobytes whose keys repeat from
-/// one event to the next: zstd at level 3 keeps Stripe's fixtures at 40 % of their size for
-/// about 10 µs a body with a reused context, and gives them back in 3 µs. zlib at level 6 keeps
-/// 36 % but costs 34 µs with a reused stream and 98 µs without (measured 2026-11-29 on the
-/// benchmark machine; docs/benchmarks.md, "Stored bodies").
+/// one event to the next: on the benchmark's events (2 KB on average) zstd at level 3 keeps 46 %
+/// of their size for about 12 µs a body with a reused context, and gives them back in 5 µs; zlib
+/// at level 6 keeps 44 % for 42 µs with a reused stream and 107 µs without, and takes 12 µs to
+/// inflate (scripts/bench/compression.c; docs/benchmarks.md, "Storage").
 ///
 /// Compressing happens where a delivery is made (``InboxDelivery/init(envelope:body:receivedAt:source:secretIndex:subtype:verifiedAppStore:)``),
 /// on the request's task, never inside the serial commit.
