@@ -180,6 +180,7 @@ struct CompactCommandTests {
         #expect(summary["bodies_pruned"] as? Int == 3)
         #expect(summary["older_than_days"] as? Int == 35)
         #expect(summary["bodies_uncompressed"] as? Int == 0, "serve stored every body compressed")
+        #expect(summary["objects_uncompressed"] as? Int == 0, "and every object's raw JSON")
         #expect((summary["bytes_after"] as? Int ?? .max) <= (summary["bytes_before"] as? Int ?? 0))
         #expect(try await ledger.store.maintenance.dump() == dump)
 

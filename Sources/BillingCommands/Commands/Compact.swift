@@ -61,6 +61,10 @@ struct Compact: AsyncParsableCommand {
                 Output.progress("compact: \(progress.bodies) uncompressed bodies \(dryRun ? "found" : "compressed")")
             }
             Output.endProgress()
+            let objects = try await store.retention.compressLedgerJSON(batchSize: 1000, dryRun: dryRun) { progress in
+                Output.progress("compact: \(progress.objects) objects' raw JSON stored uncompressed \(dryRun ? "found" : "compressed")")
+            }
+            Output.endProgress()
             if !dryRun {
                 if Output.stderrIsTerminal { Output.note(full ? "compact: vacuuming the whole database…" : "compact: reclaiming free pages…") }
                 try await store.retention.reclaimSpace(full: full)
@@ -74,6 +78,8 @@ struct Compact: AsyncParsableCommand {
                     "bytes_before": before, "bytes_after": after, "seconds": seconds,
                     "bodies_uncompressed": compressed.bodies, "bodies_compressed": compressed.compressed,
                     "compressed_bytes_before": compressed.bytesBefore, "compressed_bytes_after": compressed.bytesAfter,
+                    "objects_uncompressed": objects.objects, "objects_compressed": objects.compressed,
+                    "object_bytes_before": objects.bytesBefore, "object_bytes_after": objects.bytesAfter,
                 ]
                 if let days { summary["older_than_days"] = days }
                 print(Output.json(summary))
@@ -82,12 +88,20 @@ struct Compact: AsyncParsableCommand {
             let window = days.map { "of Stripe events older than \($0) days" } ?? "(no retention window: space only)"
             if dryRun {
                 print("Would prune \(result.bodies) bodies (\(Stats.readable(result.bytes))) \(window).")
-                print("Would compress \(compressed.bodies) bodies stored uncompressed (\(Stats.readable(compressed.bytesBefore))); nothing was changed.")
+                print("Would compress \(compressed.bodies) bodies stored uncompressed (\(Stats.readable(compressed.bytesBefore))).")
+                print(
+                    "Would compress the raw JSON of \(objects.objects) ledger objects stored uncompressed "
+                        + "(\(Stats.readable(objects.bytesBefore))); nothing was changed.")
             } else {
                 print("Pruned \(result.bodies) bodies (\(Stats.readable(result.bytes))) \(window) in \(String(format: "%.1f", seconds)) s.")
                 print(
                     "Compressed \(compressed.compressed) of \(compressed.bodies) bodies stored uncompressed: "
                         + "\(Stats.readable(compressed.bytesBefore)) → \(Stats.readable(compressed.bytesAfter)).")
+                if !objects.alreadyDone {
+                    print(
+                        "Compressed the raw JSON of \(objects.compressed) of \(objects.objects) ledger objects stored uncompressed: "
+                            + "\(Stats.readable(objects.bytesBefore)) → \(Stats.readable(objects.bytesAfter)).")
+                }
                 print("Database: \(Stats.readable(before)) before, \(Stats.readable(after)) after (\(before) → \(after) bytes).")
             }
         }

@@ -29,6 +29,10 @@ public struct LedgerSnapshot: Sendable, Equatable {
     /// A subscription's coupons that last forever (what its monthly amount is net of), decoded
     /// with it, so that the write transaction does not decode the JSON again; nil for other kinds.
     public let subscriptionDiscounts: SubscriptionDiscounts?
+    /// `raw` in the form the store keeps it (compressed), when the store prepared it off its write
+    /// transaction (as it decodes a delivery on the sender's task); nil leaves it to the writer.
+    /// Not part of the snapshot's identity: two snapshots of the same bytes are equal either way.
+    public var storedRaw: [UInt8]?
 
     /// Why an event's object could not be taken into the ledger.
     public enum DecodingFailure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -145,5 +149,14 @@ public struct LedgerSnapshot: Sendable, Equatable {
         default:
             return "\(error)"
         }
+    }
+}
+
+extension LedgerSnapshot {
+    /// Equal when they are the same snapshot of the same bytes, whether or not a store prepared
+    /// ``storedRaw``.
+    public static func == (lhs: LedgerSnapshot, rhs: LedgerSnapshot) -> Bool {
+        lhs.kind == rhs.kind && lhs.objectID == rhs.objectID && lhs.object == rhs.object && lhs.version == rhs.version
+            && lhs.truncated == rhs.truncated && lhs.raw == rhs.raw && lhs.subscriptionDiscounts == rhs.subscriptionDiscounts
     }
 }

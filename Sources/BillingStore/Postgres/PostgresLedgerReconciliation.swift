@@ -70,7 +70,11 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
             var changed: [Int] = []
             var matched = 0
             for (index, object) in objects.enumerated() {
-                if let raw = held[object.id], raw.readableBytesView.elementsEqual(object.json) { matched += 1 } else { changed.append(index) }
+                if let raw = held[object.id], let json = try? StoredJSON.decode(raw.readableBytesView), json.elementsEqual(object.json) {
+                    matched += 1
+                } else {
+                    changed.append(index)
+                }
             }
             return (matched, changed)
         }

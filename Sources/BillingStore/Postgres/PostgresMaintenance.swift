@@ -41,7 +41,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
                 var view = LedgerJSON.dictionary(row, skipping: ["raw"])
                 view["kind"] = kind.rawValue
                 if let raw = row.first(where: { $0.name == "raw" }), case .blob(let bytes) = raw.value,
-                    let object = try? JSONSerialization.jsonObject(with: Data(bytes))
+                    let json = try? StoredJSON.decode(bytes), let object = try? JSONSerialization.jsonObject(with: Data(json))
                 {
                     view["raw"] = LedgerJSON(object)
                 }
@@ -78,7 +78,9 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
             try await rows(table, where: "\(column) = ?", [.text(id)], orderBy: "environment").map { row in
                 var view = LedgerJSON.dictionary(row, skipping: ["raw", "renewalRaw"])
                 for cell in row where cell.name == "raw" || cell.name == "renewalRaw" {
-                    if case .blob(let bytes) = cell.value, let object = try? JSONSerialization.jsonObject(with: Data(bytes)) {
+                    if case .blob(let bytes) = cell.value, let json = try? StoredJSON.decode(bytes),
+                        let object = try? JSONSerialization.jsonObject(with: Data(json))
+                    {
                         view[LedgerJSON.snakeCase(cell.name)] = LedgerJSON(object)
                     }
                 }

@@ -326,7 +326,12 @@ extension SQLiteLedgerReconciliation {
             var matched = 0
             for (index, object) in objects.enumerated() {
                 let same = try Row.fetchOne(held, arguments: [account, livemode, object.id])?
-                    .withUnsafeData(atIndex: 0) { data in data?.elementsEqual(object.json) ?? false } ?? false
+                    .withUnsafeData(atIndex: 0) { data in
+                        guard let data else { return false }
+                        // Rows written before raw JSON was compressed compare as they are.
+                        return StoredJSON.isCompressed(data)
+                            ? (try? StoredJSON.decode(data))?.elementsEqual(object.json) ?? false : data.elementsEqual(object.json)
+                    } ?? false
                 if same { matched += 1 } else { changed.append(index) }
             }
             return (matched, changed)

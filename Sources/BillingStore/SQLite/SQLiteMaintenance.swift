@@ -40,7 +40,9 @@ public struct SQLiteMaintenance: LedgerMaintenanceStore {
                 for row in rows {
                     var view = Self.dictionary(row, skipping: ["raw"], booleans: booleans)
                     view["kind"] = kind.rawValue
-                    if let raw = row["raw"] as Data?, let object = try? JSONSerialization.jsonObject(with: raw) {
+                    if let raw = row["raw"] as Data?, let json = try? StoredJSON.decode(raw),
+                        let object = try? JSONSerialization.jsonObject(with: Data(json))
+                    {
                         view["raw"] = LedgerJSON(object)
                     }
                     let key: StatementArguments = [row["account"] as String, row["livemode"] as Bool, id]
@@ -80,7 +82,9 @@ public struct SQLiteMaintenance: LedgerMaintenanceStore {
             return try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE \(condition) ORDER BY environment", arguments: [id]).map { row in
                 var view = dictionary(row, skipping: ["raw", "renewalRaw"], booleans: booleans)
                 for column in ["raw", "renewalRaw"] {
-                    if let raw = row[column] as Data?, let object = try? JSONSerialization.jsonObject(with: raw) {
+                    if let raw = row[column] as Data?, let json = try? StoredJSON.decode(raw),
+                        let object = try? JSONSerialization.jsonObject(with: Data(json))
+                    {
                         view[LedgerJSON.snakeCase(column)] = LedgerJSON(object)
                     }
                 }

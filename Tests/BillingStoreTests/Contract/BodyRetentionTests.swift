@@ -111,6 +111,42 @@ struct BodyRetentionTests {
         }
     }
 
+    @Test("Objects' raw JSON is stored once compressed, by the applier and by the webhook's group commit, and read back as sent by inspect, reconcile and replay", arguments: StoreBackend.allCases)
+    func rawJSONStoredCompressed(backend: StoreBackend) async throws {
+        try await withLedger(backend) { ledger in
+            let bodies = RetentionLedger.bodies
+            try await ledger.deliver(Array(bodies.prefix(5)))
+            #expect(try await ledger.ingest(Array(bodies.dropFirst(5))) == 0)
+            // Each object's newest snapshot, as the event carried it.
+            var newest: [String: [UInt8]] = [:]
+            for (event, body) in zip(RetentionLedger.events, bodies).sorted(by: { $0.0.created < $1.0.created }) {
+                newest[event.id2] = Array(try #require(RawObjectLocator.object(in: body)))
+            }
+            for (table, ids) in [("subscription", ["sub_r1", "sub_r2", "sub_r3", "sub_r4"]), ("customer", ["cus_r"])] {
+                for id in ids {
+                    let stored = try #require(try await ledger.rows("SELECT length(raw) AS n FROM \(table) WHERE id = '\(id)'").first?.int("n"))
+                    let json = try #require(newest[id])
+                    #expect(stored < Int64(json.count), "\(id): \(stored) bytes stored for \(json.count) of JSON")
+                    #expect(try await ledger.value(table, id, "raw") == String(decoding: json, as: UTF8.self), "\(id) reads back as sent")
+                }
+            }
+            let view = try #require(try await ledger.maintenance.inspect(id: "sub_r2"))
+            let object = try #require(view["object"] as? [String: any Sendable])
+            let raw = try #require(object["raw"] as? LedgerJSON)
+            #expect((raw.value as? [String: Any])?["status"] as? String == "active", "inspect shows the JSON: \(raw.value)")
+
+            let reconciliation = ledger.store.reconciliation
+            let objects: [(id: String, json: ArraySlice<UInt8>)] = try ["sub_r2", "sub_r3"].map { ($0, try #require(newest[$0])[...]) }
+                + [("sub_r4", Array("{}".utf8)[...])]
+            let (matched, changed) = try await reconciliation.unchanged(.subscription, objects: objects, account: "", livemode: false, trackSeen: false)
+            #expect(matched == 2 && changed == [2], "reconcile compares the JSON, not the stored bytes")
+
+            let dump = try await ledger.dump()
+            _ = try await ledger.maintenance.replay(applier: ledger.applier, progress: { _ in })
+            #expect(try await ledger.dump() == dump)
+        }
+    }
+
     @Test("A redelivery of a pruned event is still a duplicate, by the webhook's group commit and by the inbox", arguments: StoreBackend.allCases)
     func dedupeOfPruned(backend: StoreBackend) async throws {
         try await withLedger(backend) { ledger in

@@ -104,7 +104,7 @@ struct LedgerRow: Sendable, Equatable, CustomStringConvertible {
             case .int64(let number): values[name.lowercased()] = String(number)
             case .double(let number): values[name.lowercased()] = String(number)
             case .string(let text): values[name.lowercased()] = text
-            case .blob(let data): values[name.lowercased()] = String(decoding: data, as: UTF8.self)
+            case .blob(let data): values[name.lowercased()] = Self.text(name, Array(data))
             }
         }
     }
@@ -117,10 +117,17 @@ struct LedgerRow: Sendable, Equatable, CustomStringConvertible {
             values[name] = switch cell.dataType {
             case .bool: try cell.decode(Bool.self) ? "1" : "0"
             case .int2, .int4, .int8: String(try cell.decode(Int64.self))
-            case .bytea: String(buffer: try cell.decode(ByteBuffer.self))
+            case .bytea: Self.text(name, Array(try cell.decode(ByteBuffer.self).readableBytesView))
             default: try cell.decode(String.self)
             }
         }
+    }
+
+    /// A blob as text: an object's raw JSON as the JSON it holds (the ledger stores it compressed,
+    /// see StoredJSON), anything else (bodies) as its bytes.
+    static func text(_ column: String, _ bytes: [UInt8]) -> String {
+        let json = ["raw", "renewalraw"].contains(column.lowercased()) ? (try? StoredJSON.decode(bytes)) : nil
+        return String(decoding: json ?? bytes, as: UTF8.self)
     }
 }
 
@@ -194,7 +201,7 @@ struct PostgresLedgerValues: Sendable {
             let cells = Array(row)
             // bytea (raw JSON, bodies) as its bytes in UTF-8, as SQLite's blob reads.
             if cells[1].dataType == .bytea, cells[1].bytes != nil {
-                return String(buffer: try cells[1].decode(ByteBuffer.self))
+                return LedgerRow.text(column, Array(try cells[1].decode(ByteBuffer.self).readableBytesView))
             }
             return switch try cells[0].decode(String?.self) {
             case "true": "1"

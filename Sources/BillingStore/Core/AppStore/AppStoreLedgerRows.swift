@@ -63,7 +63,7 @@ enum AppStoreLedgerRows {
             revocation.revokedSignedDate.ledgerValue, revocation.reversedSignedDate.ledgerValue, transaction.offerType.ledgerValue,
             transaction.offerIdentifier.ledgerValue, transaction.inAppOwnershipType.ledgerValue, transaction.appAccountToken.ledgerValue,
             transaction.transactionReason.ledgerValue, transaction.storefront.ledgerValue, transaction.price.ledgerValue,
-            transaction.currency.ledgerValue, .integer(transaction.signedDate), .text(sourceID), .blob(transaction.json[...]),
+            transaction.currency.ledgerValue, .integer(transaction.signedDate), .text(sourceID), .blob(StoredJSON.encode(transaction.json)[...]),
         ])
     }
 
@@ -114,7 +114,7 @@ enum AppStoreLedgerRows {
         [
             renewal.autoRenewStatus.ledgerValue, renewal.autoRenewProductID.ledgerValue, renewal.expirationIntent.ledgerValue,
             .boolean(renewal.isInBillingRetryPeriod ?? false), renewal.gracePeriodExpiresDate.ledgerValue,
-            renewal.renewalDate.ledgerValue, .integer(renewal.signedDate), .text(sourceID), .blob(renewal.json[...]),
+            renewal.renewalDate.ledgerValue, .integer(renewal.signedDate), .text(sourceID), .blob(StoredJSON.encode(renewal.json)[...]),
             .text(environment), .text(renewal.originalTransactionID), .integer(renewal.signedDate), .integer(renewal.signedDate),
             .text(sourceID),
         ]

@@ -54,9 +54,12 @@ extension DecodedDelivery {
             return .failure(LedgerSnapshot.DecodingFailure.noObject.description)
         }
         do {
-            return .snapshot(
-                try LedgerSnapshot.decode(
-                    kind: kind, deletion: deletion, eventType: type, eventID: eventID, eventCreated: created, objectJSON: object))
+            var snapshot = try LedgerSnapshot.decode(
+                kind: kind, deletion: deletion, eventType: type, eventID: eventID, eventCreated: created, objectJSON: object)
+            // Compressed here, on the sender's task or the applier's decoding cores, so that the
+            // write transaction only binds the bytes.
+            if kind.keepsRawJSON { snapshot.storedRaw = StoredJSON.encode(snapshot.raw) }
+            return .snapshot(snapshot)
         } catch {
             return .failure(error.description)
         }

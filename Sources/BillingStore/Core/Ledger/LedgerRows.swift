@@ -63,7 +63,7 @@ enum LedgerRows {
             ("account", .text(account)), ("livemode", .boolean(livemode)), ("id", .text(snapshot.objectID)),
         ]
         row += typedFields(of: snapshot.object)
-        if snapshot.kind.keepsRawJSON { row.append(("raw", .blob(snapshot.raw))) }
+        if snapshot.kind.keepsRawJSON { row.append(("raw", .blob((snapshot.storedRaw ?? StoredJSON.encode(snapshot.raw))[...]))) }
         row += [
             ("vDeleted", .boolean(version.deleted)), ("vTerminal", .boolean(version.terminal)),
             ("vCreated", .integer(version.eventCreated)), ("vTransition", .integer(version.transitionAt)),
@@ -312,8 +312,17 @@ enum LedgerRows {
     }
 
     /// One line of a ledger dump: the table and every column's value, as both backends print it.
+    /// Raw JSON is printed as the JSON it holds, so that a row written compressed dumps as the
+    /// same row written by a billingd before compression.
     static func dumpLine(table: String, _ columns: [(name: String, value: LedgerValue)]) -> String {
-        table + " " + columns.map { "\($0.name)=\($0.value)" }.joined(separator: " ")
+        table + " " + columns.map { column in
+            if column.name == "raw" || column.name == "renewalRaw", case .blob(let stored) = column.value,
+                let json = try? StoredJSON.decode(stored)
+            {
+                return "\(column.name)=\(LedgerValue.blob(json[...]))"
+            }
+            return "\(column.name)=\(column.value)"
+        }.joined(separator: " ")
     }
 }
 

@@ -155,7 +155,7 @@ extension MetricsFactRows {
         static func fact(account: String, livemode: Bool, raw: [UInt8], version: SnapshotVersion) -> [LedgerValue]? {
             guard var fact = (try? LedgerSnapshot.decode(
                 kind: .subscription, deletion: version.deleted, eventType: nil, eventID: version.eventID, eventCreated: version.eventCreated,
-                objectJSON: raw[...])).flatMap({ subscriptionFact($0, account: account, livemode: livemode) })
+                objectJSON: (try? StoredJSON.decode(raw))?[...] ?? [])).flatMap({ subscriptionFact($0, account: account, livemode: livemode) })
             else { return nil }
             fact[4...8] = [
                 .boolean(version.deleted), .boolean(version.terminal), .integer(version.eventCreated), .integer(version.transitionAt),

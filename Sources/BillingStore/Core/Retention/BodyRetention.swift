@@ -28,6 +28,12 @@ public protocol BodyRetentionStore: Sendable {
     /// Resumable: a run stopped half-way leaves the rows it did compressed and the others as
     /// they were, both readable.
     func compressBodies(batchSize: Int, dryRun: Bool, progress: @Sendable (BodyCompressResult) -> Void) async throws -> BodyCompressResult
+    /// Compresses the objects' raw JSON stored verbatim (rows written before it was compressed,
+    /// see ``StoredJSON``) in transactions of at most `batchSize` rows, telling `progress` the
+    /// running total after each batch read; with `dryRun`, only counts them. Resumable, and done
+    /// once: see ``LedgerJSONCompression``.
+    func compressLedgerJSON(batchSize: Int, dryRun: Bool, progress: @Sendable (LedgerJSONCompressResult) -> Void) async throws
+        -> LedgerJSONCompressResult
 }
 
 /// What one run of ``BodyRetentionStore/compressBodies(batchSize:dryRun:progress:)`` did.
