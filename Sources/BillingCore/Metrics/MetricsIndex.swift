@@ -151,17 +151,44 @@ public enum MetricsIndexing {
         return changes.filter { !$0.value.isZero }
     }
 
+    /// What spans change in `[from, through]`, per group: a span's tally on its start, less it on
+    /// its end, for the starts and ends inside the range (others are ignored). Spans are added one
+    /// at a time, as a store reads them, so that a day on which a million subscriptions began
+    /// costs the groups' tallies, never the million spans at once.
+    public struct BoundaryChanges: Sendable {
+        public let from: Int64
+        public let through: Int64
+        public private(set) var tallies: [MetricsTallyKey: MetricsTally] = [:]
+
+        public init(from: Int64, through: Int64) {
+            self.from = from
+            self.through = through
+        }
+
+        public mutating func add(_ span: IndexedSpan) {
+            let tally = MetricsTally(span.span.state)
+            let key = MetricsTallyKey(span)
+            if from <= span.span.start, span.span.start <= through { tallies[key, default: .zero] += tally }
+            if let end = span.span.end, from <= end, end <= through { tallies[key, default: .zero] -= tally }
+        }
+    }
+
     /// The overview at `instant` from the sums of the day changes before its day (`before`, per
     /// group) and the spans with a start or an end on its day (`sameDay`; others are ignored).
     public static func overview(before sums: [MetricsTallyKey: MetricsTally], sameDay spans: [IndexedSpan], at instant: Int64) -> MetricsOverview {
+        var changes = BoundaryChanges(from: dayStart(instant), through: instant)
+        for span in spans { changes.add(span) }
+        return overview(before: sums, sameDayChanges: changes.tallies, at: instant)
+    }
+
+    /// The overview at `instant` from the sums of the day changes before its day (`before`, per
+    /// group) and what the spans starting or ending on its day up to `instant` change
+    /// (``BoundaryChanges`` from the day's first second through `instant`).
+    public static func overview(
+        before sums: [MetricsTallyKey: MetricsTally], sameDayChanges: [MetricsTallyKey: MetricsTally], at instant: Int64
+    ) -> MetricsOverview {
         var tallies = sums
-        let day = dayStart(instant)
-        for span in spans {
-            let tally = MetricsTally(span.span.state)
-            let key = MetricsTallyKey(span)
-            if day <= span.span.start, span.span.start <= instant { tallies[key, default: .zero] += tally }
-            if let end = span.span.end, day <= end, end <= instant { tallies[key, default: .zero] -= tally }
-        }
+        for (key, tally) in sameDayChanges { tallies[key, default: .zero] += tally }
         var overview = MetricsOverview(at: instant)
         for (key, tally) in tallies.sorted(by: { ($0.key.store.rawValue, $0.key.plan ?? "", $0.key.currency ?? "") < ($1.key.store.rawValue, $1.key.plan ?? "", $1.key.currency ?? "") }) {
             overview.activeTrials[key.store] += tally.trials

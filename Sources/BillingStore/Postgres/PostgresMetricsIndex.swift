@@ -116,15 +116,17 @@ struct PostgresMetricsIndex {
             }
         }
 
-        func spans(boundaryFrom from: Int64, through: Int64) async throws -> [IndexedSpan] {
+        func boundaryChanges(from: Int64, through: Int64) async throws -> [MetricsTallyKey: MetricsTally] {
             try await read { connection in
-                var spans: [IndexedSpan] = []
+                var changes = MetricsIndexing.BoundaryChanges(from: from, through: through)
                 for group in groups {
                     let values = MetricsIndexRows.boundarySpansArguments(group, from: from, through: through)
-                    spans += try await rows(MetricsIndexRows.boundarySpansSQL, values, connection, logger: logger)
-                        .compactMap { MetricsIndexRows.span($0, store: group.store) }
+                    // Folded as the rows arrive: never all of a busy day's spans at once.
+                    for try await row in try await execute(MetricsIndexRows.boundarySpansSQL, values, connection, logger: logger) {
+                        if let span = MetricsIndexRows.span(try row.map { try LedgerValue($0) }, store: group.store) { changes.add(span) }
+                    }
                 }
-                return spans
+                return changes.tallies
             }
         }
 

@@ -82,12 +82,17 @@ struct SQLiteMetricsIndex {
             }
         }
 
-        func spans(boundaryFrom from: Int64, through: Int64) async throws -> [IndexedSpan] {
+        func boundaryChanges(from: Int64, through: Int64) async throws -> [MetricsTallyKey: MetricsTally] {
             try await database.writer.read { db in
-                try groups.flatMap { group in
-                    try rows(MetricsIndexRows.boundarySpansSQL, MetricsIndexRows.boundarySpansArguments(group, from: from, through: through), db: db)
-                        .compactMap { MetricsIndexRows.span($0, store: group.store) }
+                var changes = MetricsIndexing.BoundaryChanges(from: from, through: through)
+                for group in groups {
+                    let values = MetricsIndexRows.boundarySpansArguments(group, from: from, through: through)
+                    let cursor = try Row.fetchCursor(db.cachedStatement(sql: MetricsIndexRows.boundarySpansSQL), arguments: arguments(values))
+                    while let row = try cursor.next() {
+                        if let span = MetricsIndexRows.span(row.databaseValues.map(LedgerValue.init), store: group.store) { changes.add(span) }
+                    }
                 }
+                return changes.tallies
             }
         }
 

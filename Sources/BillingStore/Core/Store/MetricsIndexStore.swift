@@ -19,8 +19,9 @@ public struct MetricsScope: Sendable, Equatable {
 public protocol MetricsIndexReads: Sendable {
     /// The changes of every day before `day` (a UTC day's first second), summed per group.
     func sums(before day: Int64) async throws -> [MetricsTallyKey: MetricsTally]
-    /// The spans with a start or an end in `[from, through]`.
-    func spans(boundaryFrom from: Int64, through: Int64) async throws -> [IndexedSpan]
+    /// What the spans with a start or an end in `[from, through]` change there, per group, folded
+    /// as they are read (``MetricsIndexing/BoundaryChanges``).
+    func boundaryChanges(from: Int64, through: Int64) async throws -> [MetricsTallyKey: MetricsTally]
     /// The histories (spans only) of the subscriptions with a span starting or ending in
     /// `(after, through]`: those whose state at `through` may differ from their state at `after`.
     func changedHistories(after: Int64, through: Int64) async throws -> [SubscriptionHistory]
@@ -33,8 +34,8 @@ extension MetricsIndexReads {
     public func overview(at instant: Int64) async throws -> MetricsOverview {
         let day = MetricsIndexing.dayStart(instant)
         async let sums = sums(before: day)
-        async let spans = spans(boundaryFrom: day, through: instant)
-        return MetricsIndexing.overview(before: try await sums, sameDay: try await spans, at: instant)
+        async let changes = boundaryChanges(from: day, through: instant)
+        return MetricsIndexing.overview(before: try await sums, sameDayChanges: try await changes, at: instant)
     }
 }
 
@@ -67,8 +68,10 @@ public struct HistoryMetricsIndex: MetricsIndexReads {
         return sums
     }
 
-    public func spans(boundaryFrom from: Int64, through: Int64) async throws -> [IndexedSpan] {
-        spans.filter { (from...through).contains($0.span.start) || $0.span.end.map { (from...through).contains($0) } ?? false }
+    public func boundaryChanges(from: Int64, through: Int64) async throws -> [MetricsTallyKey: MetricsTally] {
+        var changes = MetricsIndexing.BoundaryChanges(from: from, through: through)
+        for span in spans { changes.add(span) }
+        return changes.tallies
     }
 
     public func changedHistories(after: Int64, through: Int64) async throws -> [SubscriptionHistory] {
