@@ -10,6 +10,16 @@ import Testing
 
 @Suite("App Store reconcile against the App Store Server API")
 struct AppStoreReconcilerTests {
+    @Test("A recovered notification's body is the JSON Apple posts, byte for byte what JSONSerialization writes", arguments: [
+        "eyJhbGciOiJFUzI1NiJ9.eyJub3RpZmljYXRpb25UeXBlIjoiVEVTVCJ9.c2lnbmF0dXJlLV9fLQ", "", "not/a \"jws\"\\ é",
+    ])
+    func recoveredBody(signedPayload: String) throws {
+        let body = AppStoreReconciler.notificationBody(signedPayload: signedPayload)
+        #expect(body == Array(try JSONSerialization.data(withJSONObject: ["signedPayload": signedPayload])))
+        let decoded = try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: String])
+        #expect(decoded == ["signedPayload": signedPayload])
+    }
+
     /// A fresh ledger in a temporary directory.
     final class Ledger: Sendable {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("billingd-appstore-\(UUID().uuidString).sqlite3").path

@@ -183,7 +183,7 @@ public struct AppStoreReconciler: Sendable {
             let receivedAt = now() * 1000
             var deliveries: [(InboxDelivery, delivered: Bool)] = []
             for item in page.notifications {
-                let body = Array((try? JSONSerialization.data(withJSONObject: ["signedPayload": item.signedPayload])) ?? Data())
+                let body = Self.notificationBody(signedPayload: item.signedPayload)
                 deliveries.append((InboxDelivery.appStore(item.notification, body: body, receivedAt: receivedAt, source: .appStoreHistory), item.wasDelivered))
             }
             if options.dryRun {
@@ -320,5 +320,26 @@ public struct AppStoreReconciler: Sendable {
         case 5: .revoked
         default: nil
         }
+    }
+}
+
+extension AppStoreReconciler {
+    /// The body the inbox keeps for a notification recovered from the history, as Apple posts one:
+    /// `{"signedPayload":"…"}`. A compact JWS is base64url and dots, which JSON writes as they are,
+    /// so those bytes are put together directly (JSONSerialization took 27 % of a first fill's CPU
+    /// to write the same bytes); anything else is left to JSONSerialization to escape.
+    package static func notificationBody(signedPayload: String) -> [UInt8] {
+        let jws = signedPayload.utf8
+        let plain = jws.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard plain else { return Array((try? JSONSerialization.data(withJSONObject: ["signedPayload": signedPayload])) ?? Data()) }
+        var body: [UInt8] = []
+        body.reserveCapacity(jws.count + 20)
+        body += #"{"signedPayload":""#.utf8
+        body += jws
+        body += #""}"#.utf8
+        return body
     }
 }

@@ -22,6 +22,8 @@ struct UntrustedJSONTests {
     func tooDeep(prefix: String) {
         let bytes = Array(prefix.utf8) + [UInt8](repeating: UInt8(ascii: "["), count: 513)
         #expect(UntrustedJSON.nestsTooDeeply(bytes))
+        #expect(UntrustedJSON.nestsTooDeeply(bytes[...]), "a slice, scanned in place")
+        #expect(UntrustedJSON.nestsTooDeeply(AnyCollection(bytes)), "bytes that are not contiguous, copied first")
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(Nested.self, fromUntrusted: bytes) }
     }
 
@@ -38,6 +40,7 @@ struct UntrustedJSONTests {
     func strings() throws {
         let text = "{\"a\":\"\\\"" + String(repeating: "[", count: 600) + "\"}"
         #expect(!UntrustedJSON.nestsTooDeeply(Array(text.utf8)))
+        #expect(!UntrustedJSON.nestsTooDeeply(AnyCollection(Array(text.utf8))))
         let decoded = try JSONDecoder().decode([String: String].self, fromUntrusted: Array(text.utf8))
         #expect(decoded["a"]?.count == 601)
     }
