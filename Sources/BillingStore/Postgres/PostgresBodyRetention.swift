@@ -89,46 +89,29 @@ struct PostgresBodyRetention: BodyRetentionStore {
     func compressLedgerJSON(batchSize: Int, dryRun: Bool, progress: @Sendable (LedgerJSONCompressResult) -> Void) async throws
         -> LedgerJSONCompressResult
     {
-        var total = LedgerJSONCompressResult()
-        let logger = logger
-        let done = try await client.withConnection { connection in
-            var found = false
-            for try await _ in try await connection.runOnce(LedgerJSONCompression.doneSQL, [], logger: logger) { found = true }
-            return found
-        }
-        if done {
-            total.alreadyDone = true
-            return total
-        }
-        for column in LedgerJSONCompression.columns {
-            var last: [LedgerValue]?
-            while true {
-                let bound = last
-                let rows = try await client.withConnection { connection in
+        let (client, logger) = (client, logger)
+        let backend = LedgerJSONCompression.Backend(
+            isDone: {
+                try await client.withConnection { connection in
+                    var found = false
+                    for try await _ in try await connection.runOnce(LedgerJSONCompression.doneSQL, [], logger: logger) { found = true }
+                    return found
+                }
+            },
+            read: { sql, values in
+                try await client.withConnection { connection in
                     var rows: [[LedgerValue]] = []
-                    let found = try await connection.runOnce(
-                        LedgerJSONCompression.batchSQL(column, after: bound != nil), (bound ?? []) + [.integer(Int64(batchSize))], logger: logger)
-                    for try await row in found { rows.append(try row.map { try LedgerValue($0) }) }
+                    for try await row in try await connection.runOnce(sql, values, logger: logger) { rows.append(try row.map { try LedgerValue($0) }) }
                     return rows
                 }
-                guard let final = rows.last else { break }
-                last = Array(final.dropLast())
-                let updates = LedgerJSONCompression.rewrites(rows, dryRun: dryRun, tally: &total)
-                if !updates.isEmpty {
-                    try await client.transaction(logger: logger) { connection in
-                        for values in updates {
-                            try await connection.runOnce(LedgerJSONCompression.updateSQL(column), values, logger: logger)
-                        }
-                    }
+            },
+            write: { sql, rows in
+                try await client.transaction(logger: logger) { connection in
+                    for values in rows { try await connection.runOnce(sql, values, logger: logger) }
                 }
-                progress(total)
-                if rows.count < batchSize { break }
-            }
-        }
-        if !dryRun {
-            try await client.query(PostgresQuery(unsafeSQL: LedgerJSONCompression.markDoneSQL), logger: logger)
-        }
-        return total
+            },
+            markDone: { try await client.query(PostgresQuery(unsafeSQL: LedgerJSONCompression.markDoneSQL), logger: logger) })
+        return try await LedgerJSONCompression.run(backend, batchSize: batchSize, dryRun: dryRun, progress: progress)
     }
 
     private static func candidates(

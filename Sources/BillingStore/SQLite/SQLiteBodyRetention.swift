@@ -80,39 +80,23 @@ public struct SQLiteBodyRetention: BodyRetentionStore {
     public func compressLedgerJSON(batchSize: Int, dryRun: Bool, progress: @Sendable (LedgerJSONCompressResult) -> Void) async throws
         -> LedgerJSONCompressResult
     {
-        var total = LedgerJSONCompressResult()
-        if try await database.writer.read({ db in try String.fetchOne(db, sql: LedgerJSONCompression.doneSQL) }) != nil {
-            total.alreadyDone = true
-            return total
-        }
-        for column in LedgerJSONCompression.columns {
-            var last: [LedgerValue]?
-            while true {
-                let bound = last
-                // Read on a reader and compressed outside the write lock, as the bodies are.
-                let rows = try await database.writer.read { db in
-                    try Row.fetchAll(
-                        db, sql: LedgerJSONCompression.batchSQL(column, after: bound != nil),
-                        arguments: StatementArguments((bound ?? []).map(\.databaseValue) + [batchSize.databaseValue])
-                    ).map { row in (0..<row.count).map { LedgerValue(row[$0] as DatabaseValue) } }
+        let database = database
+        let backend = LedgerJSONCompression.Backend(
+            isDone: { try await database.writer.read { db in try String.fetchOne(db, sql: LedgerJSONCompression.doneSQL) } != nil },
+            read: { sql, values in
+                try await database.writer.read { db in
+                    try Row.fetchAll(db, sql: sql, arguments: StatementArguments(values.map(\.databaseValue)))
+                        .map { row in (0..<row.count).map { LedgerValue(row[$0] as DatabaseValue) } }
                 }
-                guard let final = rows.last else { break }
-                last = Array(final.dropLast())
-                let updates = LedgerJSONCompression.rewrites(rows, dryRun: dryRun, tally: &total)
-                if !updates.isEmpty {
-                    try await database.writer.write { db in
-                        let update = try db.cachedStatement(sql: LedgerJSONCompression.updateSQL(column))
-                        for values in updates { try update.execute(arguments: StatementArguments(values.map(\.databaseValue))) }
-                    }
+            },
+            write: { sql, rows in
+                try await database.writer.write { db in
+                    let update = try db.cachedStatement(sql: sql)
+                    for values in rows { try update.execute(arguments: StatementArguments(values.map(\.databaseValue))) }
                 }
-                progress(total)
-                if rows.count < batchSize { break }
-            }
-        }
-        if !dryRun {
-            try await database.writer.write { db in try db.execute(sql: LedgerJSONCompression.markDoneSQL) }
-        }
-        return total
+            },
+            markDone: { try await database.writer.write { db in try db.execute(sql: LedgerJSONCompression.markDoneSQL) } })
+        return try await LedgerJSONCompression.run(backend, batchSize: batchSize, dryRun: dryRun, progress: progress)
     }
 
     private static func candidates(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> [(seq: Int64, bytes: Int64)] {

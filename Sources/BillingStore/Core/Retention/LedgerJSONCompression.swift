@@ -57,6 +57,44 @@ enum LedgerJSONCompression {
         return "UPDATE \(column.table) SET \(column.column) = ? WHERE \(key) AND \(column.column) = ?"
     }
 
+    /// A backend's side of a run: its reads and writes, each in its own transaction.
+    struct Backend {
+        /// Whether a complete run is recorded (``doneSQL`` found a row).
+        let isDone: () async throws -> Bool
+        /// Runs ``batchSQL(_:after:)`` with `values` (read on a reader where there is one).
+        let read: (_ sql: String, _ values: [LedgerValue]) async throws -> [[LedgerValue]]
+        /// Runs ``updateSQL(_:)`` once per row of values, in one transaction.
+        let write: (_ sql: String, _ rows: [[LedgerValue]]) async throws -> Void
+        /// Runs ``markDoneSQL``.
+        let markDone: () async throws -> Void
+    }
+
+    /// A whole run over every column, the same on both backends.
+    static func run(
+        _ backend: Backend, batchSize: Int, dryRun: Bool, progress: @Sendable (LedgerJSONCompressResult) -> Void
+    ) async throws -> LedgerJSONCompressResult {
+        var total = LedgerJSONCompressResult()
+        if try await backend.isDone() {
+            total.alreadyDone = true
+            return total
+        }
+        for column in columns {
+            var last: [LedgerValue]?
+            while true {
+                // Compressed between the read and the write, outside any write transaction.
+                let rows = try await backend.read(batchSQL(column, after: last != nil), (last ?? []) + [.integer(Int64(batchSize))])
+                guard let final = rows.last else { break }
+                last = Array(final.dropLast())
+                let updates = rewrites(rows, dryRun: dryRun, tally: &total)
+                if !updates.isEmpty { try await backend.write(updateSQL(column), updates) }
+                progress(total)
+                if rows.count < batchSize { break }
+            }
+        }
+        if !dryRun { try await backend.markDone() }
+        return total
+    }
+
     /// One batch's rows (the key's values, then the stored bytes): the verbatim ones counted, and
     /// the statements' values for those compressing shrinks (none in a dry run).
     static func rewrites(_ rows: [[LedgerValue]], dryRun: Bool, tally: inout LedgerJSONCompressResult) -> [[LedgerValue]] {
