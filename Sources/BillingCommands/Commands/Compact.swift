@@ -62,7 +62,9 @@ struct Compact: AsyncParsableCommand {
             }
             Output.endProgress()
             let objects = try await store.retention.compressLedgerJSON(batchSize: 1000, dryRun: dryRun) { progress in
-                Output.progress("compact: \(progress.objects) objects' raw JSON stored uncompressed \(dryRun ? "found" : "compressed")")
+                Output.progress(
+                    "compact: \(progress.inEventBodies) objects' raw JSON \(dryRun ? "found" : "kept") only in their event's body, "
+                        + "\(progress.objects) stored uncompressed \(dryRun ? "found" : "compressed")")
             }
             Output.endProgress()
             if !dryRun {
@@ -79,6 +81,7 @@ struct Compact: AsyncParsableCommand {
                     "bodies_uncompressed": compressed.bodies, "bodies_compressed": compressed.compressed,
                     "compressed_bytes_before": compressed.bytesBefore, "compressed_bytes_after": compressed.bytesAfter,
                     "objects_uncompressed": objects.objects, "objects_compressed": objects.compressed,
+                    "objects_in_event_bodies": objects.inEventBodies,
                     "object_bytes_before": objects.bytesBefore, "object_bytes_after": objects.bytesAfter,
                 ]
                 if let days { summary["older_than_days"] = days }
@@ -90,8 +93,9 @@ struct Compact: AsyncParsableCommand {
                 print("Would prune \(result.bodies) bodies (\(Stats.readable(result.bytes))) \(window).")
                 print("Would compress \(compressed.bodies) bodies stored uncompressed (\(Stats.readable(compressed.bytesBefore))).")
                 print(
-                    "Would compress the raw JSON of \(objects.objects) ledger objects stored uncompressed "
-                        + "(\(Stats.readable(objects.bytesBefore))); nothing was changed.")
+                    "Would keep the raw JSON of \(objects.inEventBodies) ledger objects only in the body of the event that wrote them, "
+                        + "and compress that of \(objects.objects) stored uncompressed "
+                        + "(\(Stats.readable(objects.bytesBefore)) in all); nothing was changed.")
             } else {
                 print("Pruned \(result.bodies) bodies (\(Stats.readable(result.bytes))) \(window) in \(String(format: "%.1f", seconds)) s.")
                 print(
@@ -99,7 +103,8 @@ struct Compact: AsyncParsableCommand {
                         + "\(Stats.readable(compressed.bytesBefore)) → \(Stats.readable(compressed.bytesAfter)).")
                 if !objects.alreadyDone {
                     print(
-                        "Compressed the raw JSON of \(objects.compressed) of \(objects.objects) ledger objects stored uncompressed: "
+                        "Kept the raw JSON of \(objects.inEventBodies) ledger objects only in the body of the event that wrote them, "
+                            + "and compressed that of \(objects.compressed) of \(objects.objects) stored uncompressed: "
                             + "\(Stats.readable(objects.bytesBefore)) → \(Stats.readable(objects.bytesAfter)).")
                 }
                 print("Database: \(Stats.readable(before)) before, \(Stats.readable(after)) after (\(before) → \(after) bytes).")

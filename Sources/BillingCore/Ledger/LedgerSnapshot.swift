@@ -29,8 +29,9 @@ public struct LedgerSnapshot: Sendable, Equatable {
     /// A subscription's coupons that last forever (what its monthly amount is net of), decoded
     /// with it, so that the write transaction does not decode the JSON again; nil for other kinds.
     public let subscriptionDiscounts: SubscriptionDiscounts?
-    /// `raw` in the form the store keeps it (compressed), when the store prepared it off its write
-    /// transaction (as it decodes a delivery on the sender's task); nil leaves it to the writer.
+    /// `raw` in the form the store keeps it, when the store prepared it off its write transaction
+    /// (as it decodes a delivery on the sender's task): compressed, or empty when the JSON is kept
+    /// in the body of the event that carried it; nil leaves it to the writer.
     /// Not part of the snapshot's identity: two snapshots of the same bytes are equal either way.
     public var storedRaw: [UInt8]?
 

@@ -79,9 +79,10 @@ public struct BodyCompactionService: Service {
             // Bodies a billingd older than their compression stored (after the first run, only the
             // few that compressing would not shrink, read again and left as they are).
             let compressed = try await store.retention.compressBodies(batchSize: batchSize, dryRun: false, progress: { _ in })
-            // Objects' raw JSON an older billingd stored: once, then this reads nothing.
+            // Objects' raw JSON an older billingd stored (verbatim, or beside its event's body):
+            // once, then this reads nothing.
             let objects = try await store.retention.compressLedgerJSON(batchSize: batchSize, dryRun: false, progress: { _ in })
-            let changed = result.bodies > 0 || compressed.compressed > 0 || objects.compressed > 0
+            let changed = result.bodies > 0 || compressed.compressed > 0 || objects.compressed > 0 || objects.inEventBodies > 0
             if changed { try await store.retention.reclaimSpace(full: false) }
             logger.info(
                 "bodies compacted",
@@ -89,7 +90,8 @@ public struct BodyCompactionService: Service {
                     "bodies_pruned": "\(result.bodies)", "bytes_pruned": "\(result.bytes)", "retention_days": "\(days)",
                     "bodies_compressed": "\(compressed.compressed)",
                     "bytes_saved": "\(compressed.bytesBefore - compressed.bytesAfter)",
-                    "objects_compressed": "\(objects.compressed)", "object_bytes_saved": "\(objects.bytesBefore - objects.bytesAfter)",
+                    "objects_compressed": "\(objects.compressed)", "objects_in_event_bodies": "\(objects.inEventBodies)",
+                    "object_bytes_saved": "\(objects.bytesBefore - objects.bytesAfter)",
                     "duration_ms": "\((ContinuousClock.now - started).nanoseconds / 1_000_000)",
                 ])
             if changed { await space?.refreshSizes() }

@@ -60,17 +60,23 @@ package struct PostgresLedgerReconciliation: LedgerReconciliationStore {
         try await client.transaction(logger: logger) { connection in
             if trackSeen { try await noteSeen(kind, ids: objects.map(\.id), connection: connection) }
             guard kind.keepsRawJSON else { return (0, Array(objects.indices)) }
-            var held: [String: ByteBuffer] = [:]
+            var held: [String: [UInt8]] = [:]
             let rows = try await connection.query(
                 """
-                SELECT id, raw FROM \(unescaped: LedgerRows.table(kind))
-                WHERE account = \(account) AND livemode = \(livemode) AND id = ANY(\(objects.map(\.id))) AND NOT needsRefetch AND NOT vDeleted
+                SELECT r.id, r.raw, \(unescaped: StoredJSON.eventBodyColumn(of: "r")) FROM \(unescaped: LedgerRows.table(kind)) r
+                WHERE r.account = \(account) AND r.livemode = \(livemode) AND r.id = ANY(\(objects.map(\.id))) AND NOT r.needsRefetch
+                    AND NOT r.vDeleted
                 """, logger: logger)
-            for try await (id, raw) in rows.decode((String, ByteBuffer?).self) { held[id] = raw }
+            for try await (id, raw, eventBody) in rows.decode((String, ByteBuffer?, ByteBuffer?).self) {
+                // A row an event wrote compares its event's data.object.
+                if let raw, let json = try? StoredJSON.json(stored: raw.readableBytesView, eventBody: eventBody.map { Array($0.readableBytesView) }) {
+                    held[id] = json
+                }
+            }
             var changed: [Int] = []
             var matched = 0
             for (index, object) in objects.enumerated() {
-                if let raw = held[object.id], let json = try? StoredJSON.decode(raw.readableBytesView), json.elementsEqual(object.json) {
+                if let json = held[object.id], json.elementsEqual(object.json) {
                     matched += 1
                 } else {
                     changed.append(index)

@@ -38,11 +38,9 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
             guard !rows.isEmpty else { continue }
             var views: [[String: any Sendable]] = []
             for row in rows {
-                var view = LedgerJSON.dictionary(row, skipping: ["raw"])
+                var view = LedgerJSON.dictionary(row.filter { !LedgerRows.isEventBody($0.name) }, skipping: ["raw"])
                 view["kind"] = kind.rawValue
-                if let raw = row.first(where: { $0.name == "raw" }), case .blob(let bytes) = raw.value,
-                    let json = try? StoredJSON.decode(bytes), let object = try? JSONSerialization.jsonObject(with: Data(json))
-                {
+                if let json = LedgerRows.json("raw", of: row), let object = try? JSONSerialization.jsonObject(with: Data(json)) {
                     view["raw"] = LedgerJSON(object)
                 }
                 let key: [LedgerValue] = row.prefix(2).map { $0.value } + [.text(id)]
@@ -147,7 +145,7 @@ struct PostgresMaintenance: LedgerMaintenanceStore {
     private func rows(
         _ table: String, where condition: String?, _ values: [LedgerValue], orderBy order: String
     ) async throws -> [[(name: String, value: LedgerValue)]] {
-        let sql = "SELECT * FROM \(table)" + (condition.map { " WHERE \($0)" } ?? "") + " ORDER BY \(order)"
+        let sql = LedgerRows.selectSQL(table, where: condition, orderBy: order)
         return try await client.withConnection { connection in
             var result: [[(name: String, value: LedgerValue)]] = []
             for try await row in try await connection.runOnce(sql, values, logger: logger) {

@@ -321,17 +321,20 @@ extension SQLiteLedgerReconciliation {
             for object in objects { try seen?.execute(arguments: [kind.rawValue, object.id]) }
             guard kind.keepsRawJSON else { return (0, Array(objects.indices)) }
             let held = try db.cachedStatement(
-                sql: "SELECT raw FROM \(LedgerRows.table(kind)) WHERE account = ? AND livemode = ? AND id = ? AND needsRefetch = 0 AND vDeleted = 0")
+                sql: """
+                    SELECT r.raw, \(StoredJSON.eventBodyColumn(of: "r")) FROM \(LedgerRows.table(kind)) r
+                    WHERE r.account = ? AND r.livemode = ? AND r.id = ? AND r.needsRefetch = 0 AND r.vDeleted = 0
+                    """)
             var changed: [Int] = []
             var matched = 0
             for (index, object) in objects.enumerated() {
-                let same = try Row.fetchOne(held, arguments: [account, livemode, object.id])?
-                    .withUnsafeData(atIndex: 0) { data in
-                        guard let data else { return false }
-                        // Rows written before raw JSON was compressed compare as they are.
-                        return StoredJSON.isCompressed(data)
-                            ? (try? StoredJSON.decode(data))?.elementsEqual(object.json) ?? false : data.elementsEqual(object.json)
-                    } ?? false
+                // Rows written before raw JSON was compressed compare as they are; a row an event
+                // wrote compares its event's data.object.
+                var same = false
+                if let row = try Row.fetchOne(held, arguments: [account, livemode, object.id]), let stored = row[0] as Data? {
+                    let json = try? StoredJSON.json(stored: stored, eventBody: (row[1] as Data?).map { Array($0) })
+                    same = json?.elementsEqual(object.json) ?? false
+                }
                 if same { matched += 1 } else { changed.append(index) }
             }
             return (matched, changed)

@@ -33,16 +33,15 @@ public struct SQLiteMaintenance: LedgerMaintenanceStore {
         try await database.writer.read { db in
             for kind in LedgerObjectKind.allCases {
                 let table = LedgerRows.table(kind)
-                let rows = try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE id = ?", arguments: [id])
+                let rows = try Row.fetchAll(db, sql: LedgerRows.selectSQL(table, where: "id = ?", orderBy: "account, livemode"), arguments: [id])
                 guard !rows.isEmpty else { continue }
                 var views: [[String: any Sendable]] = []
                 let booleans = try Self.booleanColumns(table, db: db)
                 for row in rows {
-                    var view = Self.dictionary(row, skipping: ["raw"], booleans: booleans)
+                    var view = Self.dictionary(row, skipping: ["raw", "eventBody"], booleans: booleans)
                     view["kind"] = kind.rawValue
-                    if let raw = row["raw"] as Data?, let json = try? StoredJSON.decode(raw),
-                        let object = try? JSONSerialization.jsonObject(with: Data(json))
-                    {
+                    let cells = row.map { (name: $0, value: LedgerValue($1)) }
+                    if let json = LedgerRows.json("raw", of: cells), let object = try? JSONSerialization.jsonObject(with: Data(json)) {
                         view["raw"] = LedgerJSON(object)
                     }
                     let key: StatementArguments = [row["account"] as String, row["livemode"] as Bool, id]
@@ -122,8 +121,8 @@ public struct SQLiteMaintenance: LedgerMaintenanceStore {
             for table in LedgerRows.dumpTables {
                 let columns = try db.columns(in: table).map(\.name)
                 let order = columns.prefix(4).joined(separator: ", ")
-                for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY \(order)") {
-                    lines.append(LedgerRows.dumpLine(table: table, columns.map { ($0, LedgerValue(row[$0] as DatabaseValue)) }))
+                for row in try Row.fetchAll(db, sql: LedgerRows.selectSQL(table, where: nil, orderBy: order)) {
+                    lines.append(LedgerRows.dumpLine(table: table, row.map { (name: $0, value: LedgerValue($1)) }))
                 }
             }
             return lines.joined(separator: "\n")

@@ -111,8 +111,8 @@ struct BodyRetentionTests {
         }
     }
 
-    @Test("Objects' raw JSON is stored once compressed, by the applier and by the webhook's group commit, and read back as sent by inspect, reconcile and replay", arguments: StoreBackend.allCases)
-    func rawJSONStoredCompressed(backend: StoreBackend) async throws {
+    @Test("An object's raw JSON is kept once: a row an event wrote keeps none of it, and inspect, reconcile, replay and retention read it from the event's body; an object read from the API keeps it compressed", arguments: StoreBackend.allCases)
+    func rawJSONKeptOnce(backend: StoreBackend) async throws {
         try await withLedger(backend) { ledger in
             let bodies = RetentionLedger.bodies
             try await ledger.deliver(Array(bodies.prefix(5)))
@@ -122,28 +122,58 @@ struct BodyRetentionTests {
             for (event, body) in zip(RetentionLedger.events, bodies).sorted(by: { $0.0.created < $1.0.created }) {
                 newest[event.id2] = Array(try #require(RawObjectLocator.object(in: body)))
             }
-            for (table, ids) in [("subscription", ["sub_r1", "sub_r2", "sub_r3", "sub_r4"]), ("customer", ["cus_r"])] {
-                for id in ids {
-                    let stored = try #require(try await ledger.rows("SELECT length(raw) AS n FROM \(table) WHERE id = '\(id)'").first?.int("n"))
-                    let json = try #require(newest[id])
-                    #expect(stored < Int64(json.count), "\(id): \(stored) bytes stored for \(json.count) of JSON")
-                    #expect(try await ledger.value(table, id, "raw") == String(decoding: json, as: UTF8.self), "\(id) reads back as sent")
+            let objects = [("subscription", ["sub_r1", "sub_r2", "sub_r3", "sub_r4"]), ("customer", ["cus_r"])]
+            func readsBack(_ moment: String) async throws {
+                for (table, ids) in objects {
+                    for id in ids {
+                        let json = try #require(newest[id])
+                        #expect(try await ledger.value(table, id, "raw") == String(decoding: json, as: UTF8.self), "\(moment): \(id) reads back as sent")
+                    }
                 }
             }
+            for (table, ids) in objects {
+                for id in ids {
+                    let stored = try #require(try await ledger.rows("SELECT length(raw) AS n FROM \(table) WHERE id = '\(id)'").first?.int("n"))
+                    #expect(stored == 0, "\(id): its row keeps no copy of the JSON (\(stored) bytes)")
+                }
+            }
+            try await readsBack("applied")
             let view = try #require(try await ledger.maintenance.inspect(id: "sub_r2"))
             let object = try #require(view["object"] as? [String: any Sendable])
             let raw = try #require(object["raw"] as? LedgerJSON)
             #expect((raw.value as? [String: Any])?["status"] as? String == "active", "inspect shows the JSON: \(raw.value)")
+            #expect(object["event_body"] == nil && object["eventBody"] == nil && object["eventbody"] == nil, "inspect shows no body column")
 
             let reconciliation = ledger.store.reconciliation
-            let objects: [(id: String, json: ArraySlice<UInt8>)] = try ["sub_r2", "sub_r3"].map { ($0, try #require(newest[$0])[...]) }
+            let compared: [(id: String, json: ArraySlice<UInt8>)] = try ["sub_r2", "sub_r3"].map { ($0, try #require(newest[$0])[...]) }
                 + [("sub_r4", Array("{}".utf8)[...])]
-            let (matched, changed) = try await reconciliation.unchanged(.subscription, objects: objects, account: "", livemode: false, trackSeen: false)
+            let (matched, changed) = try await reconciliation.unchanged(.subscription, objects: compared, account: "", livemode: false, trackSeen: false)
             #expect(matched == 2 && changed == [2], "reconcile compares the JSON, not the stored bytes")
 
             let dump = try await ledger.dump()
+            #expect(dump.contains("raw=Data(") && !dump.contains("raw=Data(0 bytes)"), "the dump reads the JSON the rows keep in their events' bodies")
             _ = try await ledger.maintenance.replay(applier: ledger.applier, progress: { _ in })
             #expect(try await ledger.dump() == dump)
+
+            // Retention prunes superseded bodies, never the one a row reads its JSON from.
+            let pruned = try await ledger.store.retention.pruneBodies(olderThan: RetentionLedger.cutoff, batchSize: 1000, dryRun: false, progress: { _ in })
+            #expect(pruned.bodies == RetentionLedger.prunable.count)
+            try await readsBack("pruned")
+            #expect(try await ledger.dump() == dump)
+
+            // An object read from Stripe's API has no event body: its row keeps the JSON, compressed.
+            var fetched = EventFactory.object("subscription")
+            fetched["id"] = "sub_r3"
+            fetched["status"] = "canceled"
+            fetched["metadata"] = ["note": String(repeating: "fetched from the API ", count: 20)]
+            let json = try JSONSerialization.data(withJSONObject: fetched, options: [.sortedKeys])
+            let snapshot = try LedgerSnapshot.decode(
+                kind: .subscription, deletion: false, eventType: nil, eventID: "fetch:req_kept_once", eventCreated: 30_000,
+                objectJSON: Array(json)[...])
+            _ = try await reconciliation.reconcile([snapshot], account: "", livemode: false, dryRun: false, trackSeen: false, run: 1)
+            let stored = try #require(try await ledger.rows("SELECT length(raw) AS n FROM subscription WHERE id = 'sub_r3'").first?.int("n"))
+            #expect(stored > 0 && stored < Int64(json.count), "the fetched JSON is kept in the row, compressed: \(stored) of \(json.count) bytes")
+            #expect(try await ledger.value("subscription", "sub_r3", "raw") == String(decoding: json, as: UTF8.self))
         }
     }
 

@@ -97,6 +97,7 @@ struct LedgerRow: Sendable, Equatable, CustomStringConvertible {
     var description: String { values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
 
     init(_ row: Row) {
+        var blobs: [String: [UInt8]] = [:]
         for (name, value) in row {
             columns.insert(name.lowercased())
             switch value.storage {
@@ -104,23 +105,55 @@ struct LedgerRow: Sendable, Equatable, CustomStringConvertible {
             case .int64(let number): values[name.lowercased()] = String(number)
             case .double(let number): values[name.lowercased()] = String(number)
             case .string(let text): values[name.lowercased()] = text
-            case .blob(let data): values[name.lowercased()] = Self.text(name, Array(data))
+            case .blob(let data): blobs[name.lowercased()] = Array(data)
             }
         }
+        add(blobs)
     }
 
     init(_ row: PostgresRow) throws {
+        var blobs: [String: [UInt8]] = [:]
         for cell in row {
             let name = cell.columnName.lowercased()
             columns.insert(name)
             guard cell.bytes != nil else { continue }
-            values[name] = switch cell.dataType {
-            case .bool: try cell.decode(Bool.self) ? "1" : "0"
-            case .int2, .int4, .int8: String(try cell.decode(Int64.self))
-            case .bytea: Self.text(name, Array(try cell.decode(ByteBuffer.self).readableBytesView))
-            default: try cell.decode(String.self)
+            switch cell.dataType {
+            case .bool: values[name] = try cell.decode(Bool.self) ? "1" : "0"
+            case .int2, .int4, .int8: values[name] = String(try cell.decode(Int64.self))
+            case .bytea: blobs[name] = Array(try cell.decode(ByteBuffer.self).readableBytesView)
+            default: values[name] = try cell.decode(String.self)
             }
         }
+        add(blobs)
+    }
+
+    /// The row's blobs as text. A query that also selects `StoredJSON.eventBodyColumn` (named
+    /// `eventBody`) reads a raw JSON its row keeps in its event's body as that JSON.
+    private mutating func add(_ blobs: [String: [UInt8]]) {
+        for (name, bytes) in blobs where name != "eventbody" {
+            if name == "raw", bytes.isEmpty, let body = blobs["eventbody"], let json = try? Self.objectJSON(stored: bytes, eventBody: body) {
+                values[name] = json
+            } else {
+                values[name] = Self.text(name, bytes)
+            }
+        }
+    }
+
+    /// Whether `column` of `table` is a Stripe object's raw JSON, which its row may keep in the
+    /// body of the event that wrote it (StoredJSON).
+    static func isObjectJSON(_ table: String, _ column: String) -> Bool {
+        column == "raw" && !table.hasPrefix("appStore")
+    }
+
+    /// The stored raw JSON of the row of a Stripe object table with id `?`, then its event's body
+    /// when the row keeps its JSON there.
+    static func objectJSONSQL(_ table: String, placeholder: String = "?") -> String {
+        "SELECT r.raw, \(StoredJSON.eventBodyColumn(of: "r")) FROM \(table) r WHERE r.id = \(placeholder)"
+    }
+
+    /// The JSON a Stripe object's row holds, as text.
+    static func objectJSON(stored: [UInt8], eventBody: [UInt8]?) throws -> String {
+        String(decoding: try StoredJSON.json(stored: stored, eventBody: eventBody), as: UTF8.self)
     }
 
     /// A blob as text: an object's raw JSON as the JSON it holds (the ledger stores it compressed,
@@ -141,6 +174,12 @@ extension LedgerUnderTest {
             value: { table, id, column in
                 try await database.writer.read { db in
                     // Names from the test itself, never input.
+                    if LedgerRow.isObjectJSON(table, column) {
+                        guard let row = try Row.fetchOne(db, sql: LedgerRow.objectJSONSQL(table), arguments: [id]), let stored = row[0] as Data? else {
+                            return nil
+                        }
+                        return try LedgerRow.objectJSON(stored: Array(stored), eventBody: (row[1] as Data?).map { Array($0) })
+                    }
                     guard let row = try Row.fetchOne(db, sql: "SELECT \(column) FROM \(table) WHERE id = ?", arguments: [id]) else {
                         return nil
                     }
@@ -194,6 +233,15 @@ struct PostgresLedgerValues: Sendable {
         // Names from the test itself, never input.
         var binds = PostgresBindings()
         binds.append(id)
+        if LedgerRow.isObjectJSON(table, column) {
+            let rows = try await client.query(
+                PostgresQuery(unsafeSQL: LedgerRow.objectJSONSQL(table, placeholder: "$1"), binds: binds), logger: PostgresTestDatabase.logger)
+            for try await (stored, eventBody) in rows.decode((ByteBuffer?, ByteBuffer?).self) {
+                guard let stored else { return nil }
+                return try LedgerRow.objectJSON(stored: Array(stored.readableBytesView), eventBody: eventBody.map { Array($0.readableBytesView) })
+            }
+            return nil
+        }
         let rows = try await client.query(
             PostgresQuery(unsafeSQL: "SELECT (\(column))::text, \(column) FROM \(table) WHERE id = $1", binds: binds),
             logger: PostgresTestDatabase.logger)

@@ -56,9 +56,10 @@ extension DecodedDelivery {
         do {
             var snapshot = try LedgerSnapshot.decode(
                 kind: kind, deletion: deletion, eventType: type, eventID: eventID, eventCreated: created, objectJSON: object)
-            // Compressed here, on the sender's task or the applier's decoding cores, so that the
-            // write transaction only binds the bytes.
-            if kind.keepsRawJSON { snapshot.storedRaw = StoredJSON.encode(snapshot.raw) }
+            // The JSON is `data.object` of this event's body, which the inbox keeps beside the
+            // row (in the same transaction when the event is applied as it is stored): the row
+            // names the event (vEventID) instead of keeping a second copy (StoredJSON).
+            if kind.keepsRawJSON { snapshot.storedRaw = StoredJSON.inEventBody }
             return .snapshot(snapshot)
         } catch {
             return .failure(error.description)

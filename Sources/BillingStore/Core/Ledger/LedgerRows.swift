@@ -311,14 +311,42 @@ enum LedgerRows {
         return fields
     }
 
+    /// The row query of `table` for a dump or `inspect` (`condition` and `order` name its columns
+    /// unqualified): every column, and for a Stripe object table the body of the event whose
+    /// `data.object` is the row's JSON (``StoredJSON/eventBodyColumn(of:)``).
+    static func selectSQL(_ table: String, where condition: String?, orderBy order: String) -> String {
+        let body = keepsEventBodies(table) ? ", \(StoredJSON.eventBodyColumn(of: table))" : ""
+        return "SELECT \(table).*\(body) FROM \(table)" + (condition.map { " WHERE \($0)" } ?? "") + " ORDER BY \(order)"
+    }
+
+    /// Whether `table` is a Stripe object table whose rows may keep their JSON in their event's body.
+    static func keepsEventBodies(_ table: String) -> Bool {
+        LedgerObjectKind.allCases.contains { $0.keepsRawJSON && Self.table($0) == table }
+    }
+
+    /// The JSON of a row ``selectSQL(_:where:orderBy:)`` read, from its `raw` (or App Store
+    /// `renewalRaw`) column and, for a row that keeps it in its event's body, that body; nil when
+    /// the column is NULL or cannot be read.
+    static func json(_ column: String, of row: [(name: String, value: LedgerValue)]) -> [UInt8]? {
+        guard case .blob(let stored) = row.first(where: { $0.name == column })?.value else { return nil }
+        return try? StoredJSON.json(stored: stored, eventBody: eventBody(of: row))
+    }
+
+    /// The `eventBody` column of a row ``selectSQL(_:where:orderBy:)`` read (PostgreSQL names it
+    /// in lower case), nil when NULL or absent.
+    static func eventBody(of row: [(name: String, value: LedgerValue)]) -> [UInt8]? {
+        guard case .blob(let body) = row.first(where: { isEventBody($0.name) })?.value else { return nil }
+        return Array(body)
+    }
+
+    static func isEventBody(_ column: String) -> Bool { column.lowercased() == "eventbody" }
+
     /// One line of a ledger dump: the table and every column's value, as both backends print it.
-    /// Raw JSON is printed as the JSON it holds, so that a row written compressed dumps as the
-    /// same row written by a billingd before compression.
+    /// Raw JSON is printed as the JSON it holds, so that a row written compressed, or keeping its
+    /// JSON in its event's body, dumps as the same row written by a billingd before either.
     static func dumpLine(table: String, _ columns: [(name: String, value: LedgerValue)]) -> String {
-        table + " " + columns.map { column in
-            if column.name == "raw" || column.name == "renewalRaw", case .blob(let stored) = column.value,
-                let json = try? StoredJSON.decode(stored)
-            {
+        table + " " + columns.filter { !isEventBody($0.name) }.map { column in
+            if column.name == "raw" || column.name == "renewalRaw", let json = json(column.name, of: columns) {
                 return "\(column.name)=\(LedgerValue.blob(json[...]))"
             }
             return "\(column.name)=\(column.value)"
